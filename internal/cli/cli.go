@@ -1,0 +1,146 @@
+// Package cli turns command lines into library calls. It is the only package
+// that parses flags, reads the environment or writes to the terminal; every
+// other package takes values and returns values.
+//
+// Exit codes: 0 success, 1 the run failed (no request completed, a gate
+// tripped), 2 bad input (a flag, file or field, named in one line), 130
+// interrupted (everything measured is still written).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// Env is the slice of the operating system the commands may touch, injected
+// so that tests can fake all of it.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// IsTerminal reports whether w is an interactive terminal; nil means never.
+	IsTerminal func(w io.Writer) bool
+}
+
+func (e Env) isTerminal(w io.Writer) bool {
+	if e.IsTerminal == nil {
+		return false
+	}
+	return e.IsTerminal(w)
+}
+
+// usageError is a mistake in the user's input: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError carries a specific exit code with an optional message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// Run executes one tokbench command line and returns the process exit code.
+func Run(ctx context.Context, args []string, env Env) int {
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(env.Stderr, err)
+}
+
+func exitCode(stderr io.Writer, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "tokbench: %s\n", ue.msg)
+		return ExitUsage
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintf(stderr, "tokbench: %s\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "tokbench: %s\n", err)
+	return ExitFailure
+}
+
+// Version is the tool version, set at build time with -ldflags.
+var Version = "0.1.0-dev"
+
+func newRootCmd(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tokbench",
+		Short: "Measure how fast LLM endpoints really stream, and why",
+		Long: `tokbench measures time to first token and tokens per second of LLM
+endpoints under realistic load, and explains the numbers against the physics
+of inference. Without --url, bench runs against an embedded simulated server.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &usageError{msg: err.Error()}
+	})
+	root.AddCommand(
+		newBenchCmd(env),
+		newServeCmd(env),
+		newCeilingCmd(env),
+		newSimulateCmd(env),
+	)
+	for _, c := range root.Commands() {
+		c.SilenceUsage = true
+		c.SilenceErrors = true
+	}
+	return root
+}
+
+// stdoutIsTerminal is the production terminal check for os.Stdout/os.Stderr.
+func fileIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	return isTerminalFd(f.Fd())
+}
