@@ -1,0 +1,199 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Token sources: where a record's output token count came from.
+const (
+	SourceUsage     = "usage"     // the server's usage report
+	SourceTokenizer = "tokenizer" // an exact local tokenizer count of the streamed text
+	SourceMixed     = "mixed"     // a level whose records used both
+)
+
+// Record is everything measured about one request. Times are milliseconds
+// from t0, the instant the request was handed to the transport, all taken
+// from one monotonic clock. A failed request (OK false) keeps what it
+// measured but never enters latency statistics.
+type Record struct {
+	ID    int `json:"id"`
+	Level int `json:"level"`
+	// Start is the wall-clock instant of t0, for humans and for aligning
+	// records of several processes.
+	Start time.Time `json:"start"`
+	// OffsetMs is t0 relative to the start of the level (monotonic).
+	OffsetMs float64 `json:"offset_ms"`
+	// QueueMs is actual send minus scheduled send (open-loop load); TTFT and
+	// E2E measured from the scheduled instant are these plus QueueMs.
+	QueueMs float64 `json:"queue_ms,omitempty"`
+
+	OK           bool   `json:"ok"`
+	ErrorClass   string `json:"error_class,omitempty"`
+	Error        string `json:"error,omitempty"`
+	HTTPStatus   int    `json:"http_status,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+
+	TTFTMs  float64 `json:"ttft_ms"`
+	TTFVTMs float64 `json:"ttfvt_ms"`
+	// E2EMs is the last token-carrying chunk minus t0.
+	E2EMs float64 `json:"e2e_ms"`
+	// DoneMs is when the response ended (after usage and [DONE]).
+	DoneMs float64 `json:"done_ms"`
+
+	InputTokens           int    `json:"input_tokens"`
+	InputTokensRequested  int    `json:"input_tokens_requested,omitempty"`
+	OutputTokens          int    `json:"output_tokens"`
+	OutputTokensRequested int    `json:"output_tokens_requested,omitempty"`
+	ReasoningTokens       int    `json:"reasoning_tokens,omitempty"`
+	TokenSource           string `json:"token_source,omitempty"`
+
+	// ChunkMs[i] is the arrival of the i-th token-carrying chunk and
+	// ChunkTokens[i] the output tokens it carried (summing to OutputTokens).
+	ChunkMs     []float64 `json:"chunk_ms,omitempty"`
+	ChunkTokens []int     `json:"chunk_tokens,omitempty"`
+
+	// Server-reported timing, where the server gives it.
+	Server *ServerTiming `json:"server,omitempty"`
+}
+
+// ServerTiming is what the server itself says about a request.
+type ServerTiming struct {
+	PromptMs    float64 `json:"prompt_ms,omitempty"`
+	PredictedMs float64 `json:"predicted_ms,omitempty"`
+	DecodeTPS   float64 `json:"decode_tps,omitempty"`
+	PrefillTPS  float64 `json:"prefill_tps,omitempty"`
+}
+
+// DecodeTPS is (output tokens − 1) / (t_last − t_first) in tokens per
+// second, and whether it is defined (it needs two distinct chunk instants and
+// at least two tokens).
+func (r *Record) DecodeTPS() (float64, bool) {
+	if len(r.ChunkMs) < 2 || r.OutputTokens < 2 {
+		return 0, false
+	}
+	span := r.ChunkMs[len(r.ChunkMs)-1] - r.ChunkMs[0]
+	if span <= 0 {
+		return 0, false
+	}
+	return float64(r.OutputTokens-1) / (span / 1000), true
+}
+
+// TPOTMs is 1 / decode TPS in milliseconds.
+func (r *Record) TPOTMs() (float64, bool) {
+	tps, ok := r.DecodeTPS()
+	if !ok {
+		return 0, false
+	}
+	return 1000 / tps, true
+}
+
+// E2ETPS is output tokens / E2E latency.
+func (r *Record) E2ETPS() (float64, bool) {
+	if r.E2EMs <= 0 || r.OutputTokens == 0 {
+		return 0, false
+	}
+	return float64(r.OutputTokens) / (r.E2EMs / 1000), true
+}
+
+// AppendITL appends the per-token inter-token latencies of r to dst: the gap
+// before a chunk that carries k tokens counts as k gaps of gap/k. Tokens of
+// the first chunk have no gap before them.
+func (r *Record) AppendITL(dst []float64) []float64 {
+	for i := 1; i < len(r.ChunkMs); i++ {
+		k := r.ChunkTokens[i]
+		if k <= 0 {
+			continue
+		}
+		g := (r.ChunkMs[i] - r.ChunkMs[i-1]) / float64(k)
+		for j := 0; j < k; j++ {
+			dst = append(dst, g)
+		}
+	}
+	return dst
+}
+
+// AppendChunkGaps appends the raw gaps between consecutive token chunks.
+func (r *Record) AppendChunkGaps(dst []float64) []float64 {
+	for i := 1; i < len(r.ChunkMs); i++ {
+		dst = append(dst, r.ChunkMs[i]-r.ChunkMs[i-1])
+	}
+	return dst
+}
+
+// AssignTokens spreads total output tokens over chunks. estimate[i] is a
+// local count of the i-th chunk's text (chunk boundaries can split tokens, so
+// these need not add up to total); the result sums to total exactly, keeps
+// every chunk at one token or more when total allows, and follows the
+// estimates' proportions for the rest (largest remainder).
+func AssignTokens(estimate []int, total int) []int {
+	n := len(estimate)
+	out := make([]int, n)
+	if n == 0 || total <= 0 {
+		return out
+	}
+	sum := 0
+	for _, e := range estimate {
+		sum += e
+	}
+	if sum == total {
+		copy(out, estimate)
+		return out
+	}
+	base := 0
+	weights := make([]float64, n)
+	if total >= n {
+		base = 1
+		var wsum float64
+		for i, e := range estimate {
+			if e > 1 {
+				weights[i] = float64(e - 1)
+				wsum += weights[i]
+			}
+		}
+		if wsum == 0 {
+			for i := range weights {
+				weights[i] = 1
+			}
+		}
+	} else {
+		for i, e := range estimate {
+			weights[i] = float64(max(e, 1))
+		}
+	}
+	for i := range out {
+		out[i] = base
+	}
+	largestRemainder(out, weights, total-base*n)
+	return out
+}
+
+// largestRemainder adds extra units to out in proportion to weights.
+func largestRemainder(out []int, weights []float64, extra int) {
+	if extra <= 0 {
+		return
+	}
+	var wsum float64
+	for _, w := range weights {
+		wsum += w
+	}
+	type rem struct {
+		i int
+		r float64
+	}
+	rems := make([]rem, len(out))
+	given := 0
+	for i, w := range weights {
+		share := float64(extra) * w / wsum
+		fl := math.Floor(share)
+		out[i] += int(fl)
+		given += int(fl)
+		rems[i] = rem{i, share - fl}
+	}
+	sort.SliceStable(rems, func(a, b int) bool { return rems[a].r > rems[b].r })
+	for j := 0; given < extra; j++ {
+		out[rems[j%len(rems)].i]++
+		given++
+	}
+}

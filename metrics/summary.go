@@ -1,0 +1,244 @@
+package metrics
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Schema names the summary.json format.
+const Schema = "tokbench.summary/v1"
+
+// Load describes one load level.
+type Load struct {
+	Mode        string  `json:"mode"` // "concurrency" or "rate"
+	Concurrency int     `json:"concurrency,omitempty"`
+	RateRPS     float64 `json:"rate_rps,omitempty"`
+	Arrival     string  `json:"arrival,omitempty"`
+}
+
+// String is a short label: "c=8" or "5 req/s poisson".
+func (l Load) String() string {
+	if l.Mode == "rate" {
+		return fmt.Sprintf("%g req/s %s", l.RateRPS, l.Arrival)
+	}
+	return fmt.Sprintf("c=%d", l.Concurrency)
+}
+
+// Requests counts a level's requests; Errors is keyed by error class.
+type Requests struct {
+	Sent      int            `json:"sent"`
+	Completed int            `json:"completed"`
+	Failed    int            `json:"failed"`
+	Errors    map[string]int `json:"errors"`
+}
+
+// Shortfall compares the output length asked for with what came back.
+type Shortfall struct {
+	RequestedTokens int `json:"requested_tokens"`
+	ReceivedTokens  int `json:"received_tokens"`
+	// ShortRequests counts completed requests that returned fewer tokens
+	// than they asked for.
+	ShortRequests int `json:"short_requests"`
+}
+
+// Level is the summary of one load level, in the summary.json shape.
+type Level struct {
+	Load      Load     `json:"load"`
+	Requests  Requests `json:"requests"`
+	DurationS float64  `json:"duration_s"`
+
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	TokenSource  string `json:"token_source"`
+
+	OutputTPS float64 `json:"output_tps"`
+	// SteadyOutputTPS is the aggregate rate between ramp-up (every initial
+	// user streaming) and drain (the last request sent); 0 when the level is
+	// too short to have such a window.
+	SteadyOutputTPS float64 `json:"steady_output_tps"`
+	RequestRPS      float64 `json:"request_rps"`
+	GoodputRPS      float64 `json:"goodput_rps"`
+	ErrorRate       float64 `json:"error_rate"`
+
+	TTFT           Stats `json:"ttft_ms"`
+	TTFVT          Stats `json:"ttfvt_ms"`
+	DecodeTPS      Stats `json:"decode_tps"`
+	TPOT           Stats `json:"tpot_ms"`
+	ITL            Stats `json:"itl_ms"`
+	E2E            Stats `json:"e2e_ms"`
+	E2ETPS         Stats `json:"e2e_tps"`
+	ChunkGap       Stats `json:"chunk_gap_ms"`
+	TokensPerChunk Stats `json:"tokens_per_chunk"`
+	// QueueMs, TTFTSched and E2ESched are set for open-loop levels: client
+	// queue delay and latencies from the scheduled send instant.
+	QueueMs   *Stats    `json:"queue_ms,omitempty"`
+	TTFTSched *Stats    `json:"ttft_from_scheduled_ms,omitempty"`
+	E2ESched  *Stats    `json:"e2e_from_scheduled_ms,omitempty"`
+	ServerTPS *Stats    `json:"server_decode_tps,omitempty"`
+	Shortfall Shortfall `json:"output_shortfall"`
+	Warnings  []string  `json:"warnings,omitempty"`
+}
+
+// Summary is the whole of summary.json.
+type Summary struct {
+	Schema      string   `json:"schema"`
+	Target      Target   `json:"target"`
+	Interrupted bool     `json:"interrupted"`
+	Levels      []Level  `json:"levels"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// Target is what was measured. URL never carries credentials.
+type Target struct {
+	URL       string `json:"url"`
+	API       string `json:"api"`
+	Model     string `json:"model"`
+	Simulated bool   `json:"simulated"`
+}
+
+// Summarize folds the records of one level into its summary. durationS is
+// the level's wall time; when it is 0 or less it is taken from the records
+// (level start to the end of the last response).
+func Summarize(load Load, recs []Record, durationS float64) Level {
+	lv := Level{Load: load, Requests: Requests{Errors: map[string]int{}}}
+	var ttft, ttfvt, dtps, tpot, itl, e2e, e2etps, gaps, perChunk, queue, ttftS, e2eS, server []float64
+	sources := map[string]bool{}
+	end := 0.0
+	for i := range recs {
+		r := &recs[i]
+		lv.Requests.Sent++
+		end = max(end, r.OffsetMs+r.DoneMs)
+		if !r.OK {
+			lv.Requests.Failed++
+			cls := r.ErrorClass
+			if cls == "" {
+				cls = "unknown"
+			}
+			lv.Requests.Errors[cls]++
+			continue
+		}
+		lv.Requests.Completed++
+		lv.InputTokens += r.InputTokens
+		lv.OutputTokens += r.OutputTokens
+		if r.TokenSource != "" {
+			sources[r.TokenSource] = true
+		}
+		if r.OutputTokensRequested > 0 {
+			lv.Shortfall.RequestedTokens += r.OutputTokensRequested
+			lv.Shortfall.ReceivedTokens += r.OutputTokens
+			if r.OutputTokens < r.OutputTokensRequested {
+				lv.Shortfall.ShortRequests++
+			}
+		}
+		ttft = append(ttft, r.TTFTMs)
+		ttfvt = append(ttfvt, r.TTFVTMs)
+		e2e = append(e2e, r.E2EMs)
+		if v, ok := r.DecodeTPS(); ok {
+			dtps = append(dtps, v)
+			tpot = append(tpot, 1000/v)
+		}
+		if v, ok := r.E2ETPS(); ok {
+			e2etps = append(e2etps, v)
+		}
+		itl = r.AppendITL(itl)
+		gaps = r.AppendChunkGaps(gaps)
+		for _, k := range r.ChunkTokens {
+			perChunk = append(perChunk, float64(k))
+		}
+		if load.Mode == "rate" {
+			queue = append(queue, r.QueueMs)
+			ttftS = append(ttftS, r.TTFTMs+r.QueueMs)
+			e2eS = append(e2eS, r.E2EMs+r.QueueMs)
+		}
+		if r.Server != nil && r.Server.DecodeTPS > 0 {
+			server = append(server, r.Server.DecodeTPS)
+		}
+	}
+	if durationS <= 0 {
+		durationS = end / 1000
+	}
+	lv.DurationS = durationS
+	switch len(sources) {
+	case 0:
+	case 1:
+		for s := range sources {
+			lv.TokenSource = s
+		}
+	default:
+		lv.TokenSource = SourceMixed
+	}
+	if durationS > 0 {
+		lv.OutputTPS = float64(lv.OutputTokens) / durationS
+		lv.RequestRPS = float64(lv.Requests.Completed) / durationS
+		lv.GoodputRPS = lv.RequestRPS
+	}
+	if lv.Requests.Sent > 0 {
+		lv.ErrorRate = float64(lv.Requests.Failed) / float64(lv.Requests.Sent)
+	}
+	lv.SteadyOutputTPS = steadyTPS(load, recs, durationS)
+	lv.TTFT = Describe(ttft)
+	lv.TTFVT = Describe(ttfvt)
+	lv.DecodeTPS = Describe(dtps)
+	lv.TPOT = Describe(tpot)
+	lv.ITL = Describe(itl)
+	lv.E2E = Describe(e2e)
+	lv.E2ETPS = Describe(e2etps)
+	lv.ChunkGap = Describe(gaps)
+	lv.TokensPerChunk = Describe(perChunk)
+	if load.Mode == "rate" {
+		q, t, e := Describe(queue), Describe(ttftS), Describe(e2eS)
+		lv.QueueMs, lv.TTFTSched, lv.E2ESched = &q, &t, &e
+	}
+	if len(server) > 0 {
+		s := Describe(server)
+		lv.ServerTPS = &s
+	}
+	if lv.Shortfall.ShortRequests > 0 {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
+			"output shortfall: %d of %d completed requests returned fewer tokens than requested (%d of %d tokens); use --ignore-eos for full-length outputs",
+			lv.Shortfall.ShortRequests, lv.Requests.Completed, lv.Shortfall.ReceivedTokens, lv.Shortfall.RequestedTokens))
+	}
+	return lv
+}
+
+// steadyTPS counts the output tokens that arrived between ramp-up and drain,
+// divided by that window. Ramp-up ends when the first k requests (k = the
+// concurrency, or 1 for open loop) all stream; drain starts at the last send.
+// A window shorter than a tenth of the level yields 0: there is no steady state.
+func steadyTPS(load Load, recs []Record, durationS float64) float64 {
+	var firsts []float64
+	lastSend := 0.0
+	for i := range recs {
+		r := &recs[i]
+		lastSend = max(lastSend, r.OffsetMs)
+		if r.OK && len(r.ChunkMs) > 0 {
+			firsts = append(firsts, r.OffsetMs+r.ChunkMs[0])
+		}
+	}
+	if len(firsts) == 0 {
+		return 0
+	}
+	sort.Float64s(firsts)
+	k := 1
+	if load.Mode != "rate" && load.Concurrency > 1 {
+		k = min(load.Concurrency, len(firsts))
+	}
+	from, to := firsts[k-1], lastSend
+	if to-from < durationS*1000/10 || to <= from {
+		return 0
+	}
+	tokens := 0
+	for i := range recs {
+		r := &recs[i]
+		if !r.OK {
+			continue
+		}
+		for j, t := range r.ChunkMs {
+			at := r.OffsetMs + t
+			if at >= from && at <= to {
+				tokens += r.ChunkTokens[j]
+			}
+		}
+	}
+	return float64(tokens) / ((to - from) / 1000)
+}
