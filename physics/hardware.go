@@ -1,0 +1,190 @@
+package physics
+
+import "time"
+
+const (
+	gb     = 1e9
+	tbps   = 1e12 // bytes per second
+	gbps   = 1e9  // bytes per second
+	tflops = 1e12
+)
+
+// Calibrated efficiencies per hardware class. How they were chosen, and the
+// errors they give on measured and held-out points, is in docs/physics.md
+// (written by TestValidationDoc).
+var (
+	// Datacenter GPUs in vLLM / TensorRT-LLM. MBU and the overheads are
+	// fitted to Llama-3.1-8B BF16 on H100 (vLLM, 6.48 ms TPOT) and
+	// MPT-7B / Llama-2-70B on A100 (TensorRT-LLM); MFU prefill/decode are the
+	// inference-sim project's hardware_config.json values for H100 and A100.
+	effDatacenter = Efficiency{
+		MBU: 0.80, MFUPrefill: 0.45, MFUDecode: 0.30,
+		StepOverhead: 500 * time.Microsecond, LayerOverhead: 10 * time.Microsecond,
+		AllReduceLatency: 30 * time.Microsecond,
+	}
+	// Consumer GPUs in llama.cpp (CUDA), fitted to RTX 5090 tg128 / pp512.
+	effConsumer = Efficiency{
+		MBU: 0.83, MFUPrefill: 0.40, MFUDecode: 0.30,
+		StepOverhead: 300 * time.Microsecond, LayerOverhead: 10 * time.Microsecond,
+		AllReduceLatency: 50 * time.Microsecond,
+	}
+	// Apple silicon in llama.cpp (Metal), fitted to M2 Ultra and M1 Max.
+	effApple = Efficiency{
+		MBU: 0.70, MFUPrefill: 0.40, MFUDecode: 0.30,
+		StepOverhead: 500 * time.Microsecond, LayerOverhead: 10 * time.Microsecond,
+	}
+	// CPU sockets in llama.cpp: dual EPYC reaches ~74% of peak bandwidth on a
+	// 70B F16 model (llama.cpp issue #11744).
+	effCPU = Efficiency{
+		MBU: 0.74, MFUPrefill: 0.40, MFUDecode: 0.30,
+	}
+	// On-chip SRAM systems: not calibrated (no measurement in the reference).
+	effSRAM = Efficiency{MBU: 0.5, MFUPrefill: 0.4, MFUDecode: 0.3}
+)
+
+func hw(class string, eff Efficiency, h Hardware) Hardware {
+	h.Class = class
+	h = h.WithEfficiency(eff)
+	return h
+}
+
+// mfu sets the MFU pair of an efficiency.
+func mfu(e Efficiency, prefill, decode float64) Efficiency {
+	e.MFUPrefill, e.MFUDecode = prefill, decode
+	return e
+}
+
+// Peak figures are from shared reference hardware.md unless a comment says
+// otherwise. Interconnect figures are vendor link speeds per direction and
+// are not in the reference table: treat them as uncertain.
+var builtinHardware = []Hardware{
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "h100-sxm", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 3.35 * tbps,
+		BF16FLOPS: 989.4 * tflops, FP8FLOPS: 1978.9 * tflops, // FP8 3957.8 is with sparsity
+		InterconnectBytesPerSec: 450 * gbps, // NVLink 4, 900 GB/s bidirectional (uncertain: not in reference)
+		Source:                  "NVIDIA H100 datasheet; MFU 0.45/0.30 from inference-sim hardware_config.json",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "h100-pcie", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 2.0 * tbps,
+		BF16FLOPS: 756 * tflops, FP8FLOPS: 1513 * tflops,
+		InterconnectBytesPerSec: 64 * gbps, // PCIe 5.0 x16 (uncertain: NVLink bridge pairs reach 300 GB/s)
+		Source:                  "llm-analysis h100-pcie-80gb.json; LLM-Viewer hardware_params.py; MFU as H100 SXM",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "h200-sxm", MemoryBytes: 141 * gb, BandwidthBytesPerSec: 4.8 * tbps,
+		BF16FLOPS: 989 * tflops, FP8FLOPS: 1979 * tflops,
+		InterconnectBytesPerSec: 450 * gbps, // NVLink 4 (uncertain: not in reference)
+		Source:                  "NVIDIA H200 (same compute as H100); MFU as H100",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.38, 0.18), Hardware{
+		Name: "a100-80gb", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 2.039 * tbps,
+		BF16FLOPS:               312 * tflops,
+		InterconnectBytesPerSec: 300 * gbps, // NVLink 3, 600 GB/s bidirectional (uncertain: not in reference)
+		Source:                  "NVIDIA A100 datasheet; GenZ system_configs.py; MFU 0.38/0.18 from inference-sim",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.38, 0.18), Hardware{
+		Name: "a100-40gb", MemoryBytes: 40 * gb, BandwidthBytesPerSec: 1.555 * tbps,
+		BF16FLOPS:               312 * tflops,
+		InterconnectBytesPerSec: 300 * gbps, // NVLink 3 (uncertain: not in reference)
+		Source:                  "NVIDIA A100 datasheet (via glennklockwood.com); llm-analysis a100-sxm-40gb.json; MFU from inference-sim",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "b200", MemoryBytes: 180 * gb, BandwidthBytesPerSec: 7.7 * tbps, // uncertain: sources say 180–192 GB, 7.7–8.0 TB/s; lower figures taken
+		BF16FLOPS: 2250 * tflops, FP8FLOPS: 4500 * tflops,
+		InterconnectBytesPerSec: 900 * gbps, // NVLink 5, 1.8 TB/s bidirectional (uncertain: not in reference)
+		Source:                  "reference hardware.md (sources disagree on memory and bandwidth: uncertain); efficiencies as H100 (not measured)",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "gb200", MemoryBytes: 186 * gb, BandwidthBytesPerSec: 8.0 * tbps, // memory ~186–192 GB: uncertain
+		BF16FLOPS: 2500 * tflops, FP8FLOPS: 5000 * tflops,
+		InterconnectBytesPerSec: 900 * gbps, // NVLink 5 (uncertain: not in reference)
+		Source:                  "reference hardware.md, per GPU (memory uncertain); sustained 7.35 TB/s = 92% of peak measured (Azure ND GB200 v6)",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "mi300x", MemoryBytes: 192 * gb, BandwidthBytesPerSec: 5.3 * tbps,
+		BF16FLOPS: 1307.4 * tflops, FP8FLOPS: 2614.9 * tflops,
+		InterconnectBytesPerSec: 448 * gbps, // Infinity Fabric, 7 links × 64 GB/s (uncertain: not in reference)
+		Source:                  "AMD datasheet (via GenZ); efficiencies as H100 (not measured)",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
+		Name: "mi325x", MemoryBytes: 256 * gb, BandwidthBytesPerSec: 6.0 * tbps,
+		BF16FLOPS: 1307.4 * tflops, FP8FLOPS: 2614.9 * tflops,
+		InterconnectBytesPerSec: 448 * gbps, // Infinity Fabric (uncertain: not in reference)
+		Source:                  "AMD; efficiencies as H100 (not measured)",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.32, 0.08), Hardware{
+		Name: "l4", MemoryBytes: 24 * gb, BandwidthBytesPerSec: 0.300 * tbps,
+		BF16FLOPS: 121 * tflops, FP8FLOPS: 242.5 * tflops, // dense = half of the sparse figure
+		InterconnectBytesPerSec: 32 * gbps, // PCIe 4.0 x16 (uncertain: not in reference)
+		Source:                  "NVIDIA L4; MFU as L40S (inference-sim)",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.32, 0.08), Hardware{
+		Name: "l40s", MemoryBytes: 48 * gb, BandwidthBytesPerSec: 0.864 * tbps,
+		BF16FLOPS: 362 * tflops, FP8FLOPS: 733 * tflops,
+		InterconnectBytesPerSec: 32 * gbps, // PCIe 4.0 x16 (uncertain: not in reference)
+		Source:                  "NVIDIA L40S datasheet; MFU 0.32/0.08 from inference-sim",
+	}),
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.32, 0.08), Hardware{
+		Name: "a10g", MemoryBytes: 24 * gb, BandwidthBytesPerSec: 0.600 * tbps,
+		BF16FLOPS:               70 * tflops, // uncertain FLOPs
+		InterconnectBytesPerSec: 32 * gbps,   // PCIe 4.0 x16 (uncertain: not in reference)
+		Source:                  "reference hardware.md (FLOPs uncertain); MFU as L40S",
+	}),
+	hw(ClassConsumerGPU, effConsumer, Hardware{
+		Name: "rtx-4090", MemoryBytes: 24 * gb, BandwidthBytesPerSec: 1.008 * tbps,
+		BF16FLOPS: 165.2 * tflops, FP8FLOPS: 330.3 * tflops,
+		InterconnectBytesPerSec: 32 * gbps, // PCIe 4.0 x16 (uncertain: not in reference)
+		Source:                  "NVIDIA Ada whitepaper",
+	}),
+	hw(ClassConsumerGPU, effConsumer, Hardware{
+		Name: "rtx-5090", MemoryBytes: 32 * gb, BandwidthBytesPerSec: 1.792 * tbps,
+		BF16FLOPS: 419 * tflops, FP8FLOPS: 838 * tflops, // derived from sparse figures: uncertain
+		InterconnectBytesPerSec: 64 * gbps, // PCIe 5.0 x16 (uncertain: not in reference)
+		Source:                  "reference hardware.md (FLOPs derived from sparse figures: uncertain)",
+	}),
+	hw(ClassApple, effApple, Hardware{
+		Name: "m2-ultra", MemoryBytes: 192 * gb, BandwidthBytesPerSec: 0.800 * tbps,
+		Source: "Apple (FLOPs not in reference: no compute term)",
+	}),
+	hw(ClassApple, effApple, Hardware{
+		Name: "m3-max", MemoryBytes: 128 * gb, BandwidthBytesPerSec: 0.400 * tbps,
+		Source: "Apple, 16-core CPU / 40-core GPU (the 14-core part has 0.300 TB/s)",
+	}),
+	hw(ClassApple, effApple, Hardware{
+		Name: "m4-max", MemoryBytes: 128 * gb, BandwidthBytesPerSec: 0.546 * tbps,
+		Source: "Apple, full part (the binned part has 0.410 TB/s)",
+	}),
+	hw(ClassApple, effApple, Hardware{
+		Name: "m1-max", MemoryBytes: 64 * gb, BandwidthBytesPerSec: 0.400 * tbps,
+		Source: "Apple M1 Max spec (400 GB/s, up to 64 GB); not in reference hardware.md: uncertain",
+	}),
+	hw(ClassApple, effApple, Hardware{
+		Name: "m3-ultra", MemoryBytes: 512 * gb, BandwidthBytesPerSec: 0.819 * tbps,
+		Source: "Apple M3 Ultra spec (819 GB/s, up to 512 GB); not in reference hardware.md: uncertain",
+	}),
+	hw(ClassApple, effApple, Hardware{
+		Name: "m4-pro", MemoryBytes: 64 * gb, BandwidthBytesPerSec: 0.273 * tbps,
+		Source: "Apple M4 Pro spec (273 GB/s, up to 64 GB); not in reference hardware.md: uncertain",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "epyc-9004", MemoryBytes: 768 * gb, BandwidthBytesPerSec: 0.4608 * tbps,
+		Source: "12 channels DDR5-4800 per socket; memory assumes 12 × 64 GB DIMMs (an assumption, not a spec)",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "epyc-9005-ddr5-6400", MemoryBytes: 512 * gb, BandwidthBytesPerSec: 0.4096 * tbps,
+		Source: "one socket of llama.cpp issue #11744's 2× EPYC 9175F with 16× DDR5-6400 (819 GB/s for both); memory assumes 8 × 64 GB DIMMs (an assumption)",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "xeon-spr", MemoryBytes: 512 * gb, BandwidthBytesPerSec: 0.307 * tbps,
+		Source: "8 channels DDR5-4800 per socket (derived); memory assumes 8 × 64 GB DIMMs (an assumption)",
+	}),
+	hw(ClassSRAM, effSRAM, Hardware{
+		Name: "groq-lpu", MemoryBytes: 0.23 * gb, BandwidthBytesPerSec: 80 * tbps,
+		BF16FLOPS: 188 * tflops, // FP16
+		Source:    "reference hardware.md: on-chip SRAM, many chips per model; efficiencies not calibrated",
+	}),
+	hw(ClassSRAM, effSRAM, Hardware{
+		Name: "cerebras-wse-3", MemoryBytes: 44 * gb, BandwidthBytesPerSec: 21000 * tbps,
+		Source: "reference hardware.md: on-chip SRAM; FLOPs not given; efficiencies not calibrated",
+	}),
+}
