@@ -106,9 +106,9 @@ func TestSummarize(t *testing.T) {
 		return r
 	}
 	recs := []Record{
-		mk(0, 50, 10, 10),   // ends at 141
-		mk(0, 60, 10, 20),   // ends at 241
-		mk(141, 40, 5, 10),  // ends at 141+81 = 222: short
+		mk(0, 50, 10, 10),  // ends at 141
+		mk(0, 60, 10, 20),  // ends at 241
+		mk(141, 40, 5, 10), // ends at 141+81 = 222: short
 		{OK: false, ErrorClass: "http_500", OffsetMs: 241, DoneMs: 3},
 	}
 	lv := Summarize(Load{Mode: "concurrency", Concurrency: 2}, recs, 0)

@@ -131,7 +131,9 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 			}
 		}
 		ttft = append(ttft, r.TTFTMs)
-		ttfvt = append(ttfvt, r.TTFVTMs)
+		if r.TTFVTMs > 0 {
+			ttfvt = append(ttfvt, r.TTFVTMs)
+		}
 		e2e = append(e2e, r.E2EMs)
 		if v, ok := r.DecodeTPS(); ok {
 			dtps = append(dtps, v)

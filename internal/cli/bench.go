@@ -1,16 +1,438 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/results"
+	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/workload"
 )
 
+type benchFlags struct {
+	url, apiName, model   string
+	concurrency           string
+	requests              int
+	duration              time.Duration
+	warmup                int
+	inputTokens           int
+	outputTokens          int
+	tokenizer             string
+	ignoreEOS             bool
+	headers               []string
+	apiKeyEnv             string
+	out, format           string
+	timeout, stallTimeout time.Duration
+	grace                 time.Duration
+	seed                  uint64
+	hardware, quant       string
+	gpus                  int
+	engine, label         string
+}
+
 func newBenchCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use: "bench",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("bench: not built yet")
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark a streaming endpoint (the embedded simulator without --url)",
+		Long: `bench sends streaming requests at one or more load levels and reports
+TTFT, decode tokens/s, TPOT, ITL, E2E latency and aggregate throughput.
+
+Without --url it starts the embedded simulated server on loopback (Llama 3.1
+8B BF16 on one H100 SXM unless --model/--quant/--hardware/--gpus say
+otherwise) and benchmarks it over real HTTP.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), env, f, cmd)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.url, "url", "", "base URL as the API's SDK takes it, e.g. http://localhost:8000/v1 (default: the embedded simulator)")
+	fl.StringVar(&f.apiName, "api", "openai-chat", "protocol: openai-chat, openai-completions, auto")
+	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
+	fl.StringVar(&f.concurrency, "concurrency", "1,4,16", "comma list of concurrent users, one level each")
+	fl.IntVar(&f.requests, "requests", 0, "requests per level (default max(4×concurrency, 16); with --duration, a cap)")
+	fl.DurationVar(&f.duration, "duration", 0, "run each level this long instead of a request count, e.g. 60s")
+	fl.IntVar(&f.warmup, "warmup", 1, "unrecorded warm-up requests before each level")
+	fl.IntVar(&f.inputTokens, "input-tokens", 512, "prompt length in tokens (exact under --tokenizer)")
+	fl.IntVar(&f.outputTokens, "output-tokens", 128, "max_tokens of each request")
+	fl.StringVar(&f.tokenizer, "tokenizer", tokenize.Default, "tokenizer for prompts and for counting output without usage: cl100k_base, o200k_base")
+	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "send ignore_eos (vLLM, SGLang, llama.cpp) so outputs reach --output-tokens")
+	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable; values never written to files)")
+	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token)")
+	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory")
+	fl.StringVar(&f.format, "format", "table", "stdout format: table, json")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "limit for one whole request")
+	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a request whose stream is silent this long (0: never)")
+	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after Ctrl-C, how long streams in flight may finish")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed for prompts (and the embedded simulator)")
+	fl.StringVar(&f.hardware, "hardware", "", "hardware the endpoint runs on, e.g. h100-sxm (recorded; configures the simulator)")
+	fl.StringVar(&f.quant, "quant", "", "weight precision, e.g. bf16, fp8, int4 (recorded; configures the simulator)")
+	fl.IntVar(&f.gpus, "gpus", 0, "GPUs serving the model (recorded; configures the simulator)")
+	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
+	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
+	return cmd
+}
+
+// benchPlan is the validated configuration of a run.
+type benchPlan struct {
+	levels  []load.Level
+	adapter api.Adapter
+	tok     tokenize.Tokenizer
+	header  http.Header
+	secrets []string
+}
+
+func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
+	p := &benchPlan{header: http.Header{}}
+	conc, err := parseIntList("--concurrency", f.concurrency, 1)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case f.requests < 0:
+		return nil, usagef("--requests: must be positive, got %d", f.requests)
+	case f.duration < 0:
+		return nil, usagef("--duration: must be positive, got %s", f.duration)
+	case f.warmup < 0:
+		return nil, usagef("--warmup: must be 0 or more, got %d", f.warmup)
+	case f.inputTokens < 1:
+		return nil, usagef("--input-tokens: must be at least 1, got %d", f.inputTokens)
+	case f.outputTokens < 1:
+		return nil, usagef("--output-tokens: must be at least 1, got %d", f.outputTokens)
+	case f.timeout < 0 || f.stallTimeout < 0 || f.grace < 0:
+		return nil, usagef("--timeout, --stall-timeout and --grace must not be negative")
+	case f.gpus < 0:
+		return nil, usagef("--gpus: must be positive, got %d", f.gpus)
+	}
+	switch f.format {
+	case "table", "json":
+	default:
+		return nil, usagef("--format: unknown %q (known: table, json)", f.format)
+	}
+	switch f.apiName {
+	case "openai-chat", "auto":
+		p.adapter = api.OpenAI{Chat: true}
+	case "openai-completions":
+		p.adapter = api.OpenAI{Chat: false}
+	default:
+		return nil, usagef("--api: unknown %q (known: openai-chat, openai-completions, auto)", f.apiName)
+	}
+	if f.url != "" {
+		if _, err := (api.OpenAI{}).Endpoint(f.url); err != nil {
+			return nil, usagef("--url: %v", err)
+		}
+	}
+	if p.tok, err = tokenize.Get(f.tokenizer); err != nil {
+		return nil, usagef("--tokenizer: %v", err)
+	}
+	for _, h := range f.headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, usagef("--header: want 'Name: value', got %q", redactHeaderArg(h))
+		}
+		value = strings.TrimSpace(value)
+		p.header.Add(name, value)
+		if sensitiveHeader(name) {
+			p.secrets = append(p.secrets, value)
+		}
+	}
+	if f.apiKeyEnv != "" {
+		if key := strings.TrimSpace(env.Getenv(f.apiKeyEnv)); key != "" && p.header.Get("Authorization") == "" {
+			p.header.Set("Authorization", "Bearer "+key)
+			p.secrets = append(p.secrets, key)
+		}
+	}
+	for _, c := range conc {
+		n := f.requests
+		if n == 0 && f.duration == 0 {
+			n = max(4*c, 16)
+		}
+		p.levels = append(p.levels, load.Level{
+			Load:     metrics.Load{Mode: "concurrency", Concurrency: c},
+			Requests: n, Duration: f.duration, Warmup: f.warmup,
+		})
+	}
+	return p, nil
+}
+
+func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) error {
+	plan, err := f.validate(env, cmd.Flags().Changed)
+	if err != nil {
+		return err
+	}
+	var w *results.Writer
+	if f.out != "" {
+		if w, err = results.Create(f.out); err != nil {
+			return usagef("--out: %v", err)
+		}
+		defer w.Close()
+	}
+
+	target := metrics.Target{URL: api.RedactURL(f.url), API: plan.adapter.Name(), Model: f.model}
+	baseURL := f.url
+	if f.url == "" {
+		simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopSim()
+		emb, err := startEmbedded(simCtx, f)
+		if err != nil {
+			return err
+		}
+		defer emb.close()
+		baseURL = emb.url
+		target.URL = emb.url
+		target.Simulated = true
+		if f.model == "" {
+			f.model = emb.model
+		}
+		target.Model = f.model
+		fmt.Fprintf(env.Stderr, "tokbench: no --url given: benchmarking the embedded SIMULATED server (%s) at %s\n", emb.desc, emb.url)
+	}
+
+	httpClient := &http.Client{Transport: newTransport()}
+	defer httpClient.CloseIdleConnections()
+	if f.model == "" {
+		m, err := firstModel(ctx, httpClient, baseURL, plan.header)
+		if err != nil {
+			return usagef("--model: not given, and the server did not list one: %s", scrub(err.Error(), plan.secrets))
+		}
+		f.model = m
+		target.Model = m
+	}
+
+	client := &api.Client{
+		HTTP: httpClient, Adapter: plan.adapter, BaseURL: baseURL,
+		Header: plan.header, Secrets: plan.secrets, StallTimeout: f.stallTimeout,
+	}
+	var sinkErr error
+	runner := &load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout, Grace: f.grace}
+	if w != nil {
+		runner.Sink = func(rec metrics.Record) {
+			if err := w.Append(rec); err != nil && sinkErr == nil {
+				sinkErr = err
+			}
+		}
+		if err := w.WriteRun(results.Run{
+			Tool: "tokbench", Version: Version, StartedAt: time.Now().UTC(),
+			Target: target, Meta: f.meta(), Config: f.config(plan),
+		}); err != nil {
+			return usagef("--out: %v", err)
+		}
+	}
+
+	summary := metrics.Summary{Schema: metrics.Schema, Target: target}
+	gen, err := workload.NewSynthetic(plan.tok, f.seed)
+	if err != nil {
+		return err
+	}
+	for i, lv := range plan.levels {
+		src, err := newSyntheticSource(gen, f, plan.adapter, lv)
+		if err != nil {
+			return err
+		}
+		stop := startProgress(env, runner, lv)
+		res, runErr := runner.RunLevel(ctx, i, lv, src)
+		stop()
+		summary.Levels = append(summary.Levels, res.Level)
+		if errors.Is(runErr, load.ErrInterrupted) {
+			summary.Interrupted = true
+			break
+		}
+	}
+	if sinkErr != nil {
+		summary.Warnings = append(summary.Warnings, "writing requests.jsonl failed: "+sinkErr.Error())
+	}
+	if w != nil {
+		if err := w.WriteSummary(summary); err != nil {
+			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+		}
+	}
+	switch f.format {
+	case "json":
+		err = report.JSON(env.Stdout, summary)
+	default:
+		err = report.Table(env.Stdout, summary)
+	}
+	if err != nil {
+		return err
+	}
+	if summary.Interrupted {
+		return &exitError{code: ExitInterrupted, err: errors.New("interrupted: results so far were written")}
+	}
+	completed := 0
+	for _, lv := range summary.Levels {
+		completed += lv.Requests.Completed
+	}
+	if completed == 0 {
+		return &exitError{code: ExitFailure, err: errors.New("no request completed (see the error classes above)")}
+	}
+	return nil
+}
+
+// syntheticSource hands out pre-made prompts of exact length.
+type syntheticSource struct {
+	prompts   []string
+	inTokens  int
+	model     string
+	maxTokens int
+	ignoreEOS bool
+}
+
+func newSyntheticSource(gen *workload.Synthetic, f *benchFlags, _ api.Adapter, lv load.Level) (*syntheticSource, error) {
+	n := lv.Requests + lv.Warmup
+	if lv.Duration > 0 && lv.Requests == 0 {
+		n = max(256, 4*lv.Load.Concurrency)
+	}
+	s := &syntheticSource{inTokens: f.inputTokens, model: f.model, maxTokens: f.outputTokens, ignoreEOS: f.ignoreEOS}
+	for range n {
+		p, err := gen.Prompt(f.inputTokens)
+		if err != nil {
+			return nil, err
+		}
+		s.prompts = append(s.prompts, p)
+	}
+	return s, nil
+}
+
+func (s *syntheticSource) Request(i int) (*api.Request, int) {
+	return &api.Request{
+		Model:     s.model,
+		Messages:  []api.Message{{Role: "user", Content: s.prompts[i%len(s.prompts)]}},
+		MaxTokens: s.maxTokens,
+		IgnoreEOS: s.ignoreEOS,
+	}, s.inTokens
+}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 10000
+	t.MaxConnsPerHost = 0
+	t.ResponseHeaderTimeout = 0
+	return t
+}
+
+// firstModel asks an OpenAI-style server for its model list.
+func firstModel(ctx context.Context, c *http.Client, base string, h http.Header) (string, error) {
+	endpoint, err := (api.OpenAI{Chat: true}).Endpoint(base)
+	if err != nil {
+		return "", err
+	}
+	endpoint = strings.TrimSuffix(endpoint, "/chat/completions") + "/models"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return "", err
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
+		return "", fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
+	}
+	return list.Data[0].ID, nil
+}
+
+func (f *benchFlags) meta() map[string]string {
+	m := map[string]string{}
+	for k, v := range map[string]string{
+		"hardware": f.hardware, "quant": f.quant, "engine": f.engine, "label": f.label,
+	} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if f.gpus > 0 {
+		m["gpus"] = fmt.Sprint(f.gpus)
+	}
+	m["input_tokens"] = fmt.Sprint(f.inputTokens)
+	m["output_tokens"] = fmt.Sprint(f.outputTokens)
+	return m
+}
+
+// config is the effective configuration for run.json, without secrets:
+// header values are replaced by "[REDACTED]" when the header is sensitive.
+func (f *benchFlags) config(p *benchPlan) map[string]any {
+	var hs []string
+	for _, h := range f.headers {
+		hs = append(hs, redactHeaderArg(h))
+	}
+	var conc []int
+	for _, lv := range p.levels {
+		conc = append(conc, lv.Load.Concurrency)
+	}
+	return map[string]any{
+		"url": api.RedactURL(f.url), "api": p.adapter.Name(), "model": f.model,
+		"concurrency": conc, "requests": f.requests, "duration": f.duration.String(),
+		"warmup": f.warmup, "input_tokens": f.inputTokens, "output_tokens": f.outputTokens,
+		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "headers": hs,
+		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
+		"stall_timeout": f.stallTimeout.String(), "seed": f.seed,
+	}
+}
+
+// startProgress prints a live line per level to stderr when it is a
+// terminal, and returns the function that ends it.
+func startProgress(env Env, r *load.Runner, lv load.Level) func() {
+	if !env.isTerminal(env.Stderr) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(env.Stderr, "\r\033[K")
+				return
+			case <-t.C:
+				start := time.Unix(0, r.Progress.Start.Load())
+				el := time.Since(start).Seconds()
+				tps := 0.0
+				if el > 0 {
+					tps = float64(r.Progress.Tokens.Load()) / el
+				}
+				total := "?"
+				if lv.Requests > 0 {
+					total = fmt.Sprint(lv.Requests)
+				}
+				fmt.Fprintf(env.Stderr, "\r\033[K%s  %d/%s done  %d errors  %.0f tok/s  %.0fs",
+					lv.Load, r.Progress.Done.Load(), total, r.Progress.Failed.Load(), tps, el)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }

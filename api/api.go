@@ -1,0 +1,241 @@
+// Package api speaks the streaming protocols of LLM servers. An Adapter
+// turns a Request into an HTTP request and decodes the streamed answer into
+// timed chunks; Do runs one request end to end and returns a Response that
+// records what happened, including a failure, as data.
+//
+// Timestamps are taken from the monotonic clock when the bytes arrive (see
+// package sse), before any JSON is decoded.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one generation request, independent of the protocol.
+type Request struct {
+	Model string
+	// Messages for chat APIs; completion APIs join their contents.
+	Messages []Message
+	// MaxTokens is the output budget (max_tokens); 0 leaves it to the server.
+	MaxTokens int
+	// IgnoreEOS asks engines that support it (vLLM, SGLang, llama.cpp) to
+	// generate until MaxTokens.
+	IgnoreEOS bool
+	// Extra fields merged into the JSON body, overriding the defaults.
+	Extra map[string]any
+}
+
+// Prompt is the request's text as one string (messages joined by newlines).
+func (r *Request) Prompt() string {
+	if len(r.Messages) == 1 {
+		return r.Messages[0].Content
+	}
+	var b strings.Builder
+	for i, m := range r.Messages {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+// Chunk is one streamed event that carried output text.
+type Chunk struct {
+	At        time.Time
+	Text      string // answer text
+	Reasoning string // reasoning ("thinking") text
+}
+
+// Usage is the server's token accounting.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	ReasoningTokens  int
+}
+
+// Response is the outcome of one request.
+type Response struct {
+	Start  time.Time // t0: the request was handed to the transport
+	Done   time.Time // the response ended (or failed)
+	Status int
+	Chunks []Chunk
+	Usage  *Usage
+	Finish string
+	// SawDone is true when the stream ended with the protocol's end marker.
+	SawDone bool
+	Server  *metrics.ServerTiming
+
+	// ErrorClass is empty on success; otherwise a stable class such as
+	// "http_429", "connection_refused", "stream_error", "malformed_stream".
+	ErrorClass string
+	Error      string
+	RetryAfter string
+}
+
+// Failed reports whether the request did not complete.
+func (r *Response) Failed() bool { return r.ErrorClass != "" }
+
+func (r *Response) fail(class, format string, args ...any) {
+	if r.ErrorClass != "" {
+		return // the first failure is the cause
+	}
+	r.ErrorClass = class
+	r.Error = fmt.Sprintf(format, args...)
+}
+
+// Adapter is one streaming protocol.
+type Adapter interface {
+	// Name is the --api spelling, e.g. "openai-chat".
+	Name() string
+	// NewHTTPRequest builds the streaming HTTP request against base, the
+	// URL the user gave.
+	NewHTTPRequest(ctx context.Context, base string, req *Request) (*http.Request, error)
+	// Decode reads a 2xx streamed body into resp, appending chunks with
+	// their arrival instants. It records protocol failures in resp.
+	Decode(body io.Reader, resp *Response)
+}
+
+// Client sends requests through one adapter with fixed headers.
+type Client struct {
+	HTTP    *http.Client
+	Adapter Adapter
+	BaseURL string
+	// Header is added to every request (API keys included).
+	Header http.Header
+	// Secrets are values scrubbed from every error message.
+	Secrets []string
+	// StallTimeout fails a request whose stream goes silent this long; 0 means never.
+	StallTimeout time.Duration
+}
+
+// Do runs one request and returns its outcome. It never returns a Go error:
+// failures are classified in the Response.
+func (cl *Client) Do(ctx context.Context, req *Request) *Response {
+	resp := &Response{}
+	hreq, err := cl.Adapter.NewHTTPRequest(ctx, cl.BaseURL, req)
+	if err != nil {
+		resp.Start = time.Now()
+		resp.Done = resp.Start
+		resp.fail("bad_request", "%s", cl.scrub(err.Error()))
+		return resp
+	}
+	for k, vs := range cl.Header {
+		for _, v := range vs {
+			hreq.Header.Add(k, v)
+		}
+	}
+	resp.Start = time.Now()
+	hresp, err := cl.HTTP.Do(hreq)
+	if err != nil {
+		resp.Done = time.Now()
+		cls := classifyTransport(ctx, err)
+		resp.fail(cls, "%s", cl.scrub(err.Error()))
+		return resp
+	}
+	defer hresp.Body.Close()
+	resp.Status = hresp.StatusCode
+	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
+		resp.Done = time.Now()
+		resp.RetryAfter = hresp.Header.Get("Retry-After")
+		resp.fail("http_"+strconv.Itoa(hresp.StatusCode), "HTTP %d: %s", hresp.StatusCode, cl.scrub(errorMessage(body)))
+		return resp
+	}
+	var body io.Reader = hresp.Body
+	if cl.StallTimeout > 0 {
+		sr := newStallReader(hresp.Body, cl.StallTimeout)
+		defer sr.stop()
+		body = sr
+	}
+	cl.Adapter.Decode(body, resp)
+	resp.Done = time.Now()
+	if resp.ErrorClass != "" {
+		if c := ctxClass(ctx); c != "" {
+			resp.ErrorClass = ""
+			resp.fail(c, "%s while streaming", ctx.Err())
+		} else if sr, ok := body.(*stallReader); ok && sr.stalled() {
+			resp.ErrorClass = ""
+			resp.fail("stall_timeout", "no data for %s", cl.StallTimeout)
+		}
+		resp.Error = cl.scrub(resp.Error)
+		return resp
+	}
+	if len(resp.Chunks) == 0 {
+		resp.fail("empty_response", "the stream carried no output tokens")
+	}
+	return resp
+}
+
+func (c *Client) scrub(s string) string {
+	for _, sec := range c.Secrets {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// classifyTransport names a failure before any response arrived.
+func classifyTransport(ctx context.Context, err error) string {
+	if c := ctxClass(ctx); c != "" {
+		return c
+	}
+	msg := err.Error()
+	var te interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &te) && te.Timeout():
+		return "timeout"
+	case strings.Contains(msg, "connection refused"):
+		return "connection_refused"
+	case strings.Contains(msg, "no such host"), strings.Contains(msg, "server misbehaving"):
+		return "dns"
+	case strings.Contains(msg, "tls:"), strings.Contains(msg, "x509:"), strings.Contains(msg, "certificate"):
+		return "tls"
+	case strings.Contains(msg, "connection reset"), strings.Contains(msg, "EOF"), strings.Contains(msg, "broken pipe"):
+		return "connection_reset"
+	}
+	return "connection"
+}
+
+// classifyRead names a failure while the body streamed.
+func classifyRead(err error) string {
+	msg := err.Error()
+	var te interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &te) && te.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "interrupted"
+	case strings.Contains(msg, "line longer"):
+		return "line_too_long"
+	}
+	return "connection_dropped"
+}
+
+// ctxClass names a context that ended: the request's own deadline is a
+// timeout; a cancellation (Ctrl-C) is an interruption.
+func ctxClass(ctx context.Context) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timeout"
+	case ctx.Err() != nil:
+		return "interrupted"
+	}
+	return ""
+}

@@ -1,0 +1,219 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/sse"
+)
+
+// OpenAI speaks the OpenAI-compatible streaming APIs: chat completions
+// (Chat true) or legacy completions. It always asks for usage
+// (stream_options.include_usage) so token counts come from the server.
+type OpenAI struct {
+	Chat bool
+}
+
+// Name implements Adapter.
+func (o OpenAI) Name() string {
+	if o.Chat {
+		return "openai-chat"
+	}
+	return "openai-completions"
+}
+
+// Endpoint resolves the user's base URL to the API path. The base is used as
+// given when it has a path ("http://h/v1", "https://h/openai/v1"); a bare
+// host gets "/v1". A base that already ends in the endpoint is kept.
+func (o OpenAI) Endpoint(base string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(base))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("invalid URL %q: want http(s)://host[:port][/v1]", RedactURL(base))
+	}
+	suffix := "/completions"
+	if o.Chat {
+		suffix = "/chat/completions"
+	}
+	p := strings.TrimRight(u.Path, "/")
+	switch {
+	case strings.HasSuffix(p, suffix):
+	case p == "":
+		p = "/v1" + suffix
+	default:
+		p += suffix
+	}
+	u.Path = p
+	return u.String(), nil
+}
+
+// NewHTTPRequest implements Adapter.
+func (o OpenAI) NewHTTPRequest(ctx context.Context, base string, req *Request) (*http.Request, error) {
+	endpoint, err := o.Endpoint(base)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{
+		"model":          req.Model,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
+	}
+	if o.Chat {
+		body["messages"] = req.Messages
+	} else {
+		body["prompt"] = req.Prompt()
+	}
+	if req.MaxTokens > 0 {
+		body["max_tokens"] = req.MaxTokens
+	}
+	if req.IgnoreEOS {
+		body["ignore_eos"] = true
+	}
+	for k, v := range req.Extra {
+		body[k] = v
+	}
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(buf))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	return hreq, nil
+}
+
+// openaiChunk is the subset of a streamed chunk that matters for timing.
+type openaiChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
+				Function struct {
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens            int `json:"prompt_tokens"`
+		CompletionTokens        int `json:"completion_tokens"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+	Timings *struct {
+		PromptMs           float64 `json:"prompt_ms"`
+		PromptPerSecond    float64 `json:"prompt_per_second"`
+		PredictedMs        float64 `json:"predicted_ms"`
+		PredictedPerSecond float64 `json:"predicted_per_second"`
+	} `json:"timings"`
+	Error   json.RawMessage `json:"error"`
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+}
+
+// Decode implements Adapter.
+func (o OpenAI) Decode(body io.Reader, resp *Response) {
+	dec := sse.NewDecoder(body)
+	var text, reasoning strings.Builder
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if !resp.SawDone && resp.Finish == "" {
+					resp.fail("incomplete_stream", "the stream ended without a finish reason or [DONE]")
+				}
+				return
+			}
+			resp.fail(classifyRead(err), "%v", err)
+			return
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if bytes.Equal(data, []byte("[DONE]")) {
+			resp.SawDone = true
+			return
+		}
+		if ev.Name == "error" {
+			resp.fail("stream_error", "server error in stream: %s", errorMessage(data))
+			return
+		}
+		if len(data) == 0 {
+			continue
+		}
+		var c openaiChunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			resp.fail("malformed_stream", "chunk is not valid JSON: %v", err)
+			return
+		}
+		if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) || c.Object == "error" {
+			resp.fail("stream_error", "server error in stream: %s", errorMessage(data))
+			return
+		}
+		text.Reset()
+		reasoning.Reset()
+		for i := range c.Choices {
+			ch := &c.Choices[i]
+			if ch.Delta.Content != nil {
+				text.WriteString(*ch.Delta.Content)
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				text.WriteString(tc.Function.Arguments)
+			}
+			if ch.Text != nil {
+				text.WriteString(*ch.Text)
+			}
+			if ch.Delta.ReasoningContent != nil {
+				reasoning.WriteString(*ch.Delta.ReasoningContent)
+			} else if ch.Delta.Reasoning != nil {
+				reasoning.WriteString(*ch.Delta.Reasoning)
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				resp.Finish = *ch.FinishReason
+			}
+		}
+		if text.Len() > 0 || reasoning.Len() > 0 {
+			resp.Chunks = append(resp.Chunks, Chunk{At: ev.At, Text: text.String(), Reasoning: reasoning.String()})
+		}
+		if c.Usage != nil {
+			u := &Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
+			if d := c.Usage.CompletionTokensDetails; d != nil {
+				u.ReasoningTokens = d.ReasoningTokens
+			}
+			resp.Usage = u
+		}
+		if t := c.Timings; t != nil {
+			resp.Server = &metrics.ServerTiming{
+				PromptMs: t.PromptMs, PredictedMs: t.PredictedMs,
+				DecodeTPS: t.PredictedPerSecond, PrefillTPS: t.PromptPerSecond,
+			}
+		}
+	}
+}
+
+// RedactURL is the form of a URL that may be written to files and logs: no
+// user info, no query string, no fragment.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String()
+}
+

@@ -1,0 +1,94 @@
+package load
+
+import (
+	"strings"
+	"time"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+// RecordInfo is what the caller knows about a request beyond its response.
+type RecordInfo struct {
+	ID, Level             int
+	LevelStart            time.Time
+	Prompt                string
+	InputTokensRequested  int
+	OutputTokensRequested int
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Record turns a response into a metrics.Record. Output tokens come from the
+// server's usage when it reports them, else from an exact count of the
+// streamed text (answer and reasoning) with tok; they are then spread over
+// the chunks in proportion to each chunk's own count, so a chunk carrying k
+// tokens counts k, never one.
+func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics.Record {
+	rec := metrics.Record{
+		ID:                    info.ID,
+		Level:                 info.Level,
+		Start:                 resp.Start,
+		OffsetMs:              ms(resp.Start.Sub(info.LevelStart)),
+		DoneMs:                ms(resp.Done.Sub(resp.Start)),
+		HTTPStatus:            resp.Status,
+		FinishReason:          resp.Finish,
+		InputTokensRequested:  info.InputTokensRequested,
+		OutputTokensRequested: info.OutputTokensRequested,
+		Server:                resp.Server,
+	}
+	if resp.Failed() {
+		rec.ErrorClass = resp.ErrorClass
+		rec.Error = resp.Error
+		if resp.RetryAfter != "" {
+			rec.Error += " (Retry-After: " + resp.RetryAfter + ")"
+		}
+		return rec
+	}
+	rec.OK = true
+	n := len(resp.Chunks)
+	rec.ChunkMs = make([]float64, n)
+	estimate := make([]int, n)
+	var text, reasoning strings.Builder
+	visible := -1
+	for i, c := range resp.Chunks {
+		rec.ChunkMs[i] = ms(c.At.Sub(resp.Start))
+		estimate[i] = tok.Count(c.Text) + tok.Count(c.Reasoning)
+		text.WriteString(c.Text)
+		reasoning.WriteString(c.Reasoning)
+		if visible < 0 && c.Text != "" {
+			visible = i
+		}
+	}
+	rec.TTFTMs = rec.ChunkMs[0]
+	rec.E2EMs = rec.ChunkMs[n-1]
+	if visible >= 0 {
+		rec.TTFVTMs = rec.ChunkMs[visible]
+	}
+	reasoningCount := 0
+	if reasoning.Len() > 0 {
+		reasoningCount = tok.Count(reasoning.String())
+	}
+	if u := resp.Usage; u != nil && u.CompletionTokens > 0 {
+		rec.TokenSource = metrics.SourceUsage
+		rec.OutputTokens = u.CompletionTokens
+		rec.ReasoningTokens = u.ReasoningTokens
+		if rec.ReasoningTokens == 0 {
+			rec.ReasoningTokens = reasoningCount
+		}
+	} else {
+		rec.TokenSource = metrics.SourceTokenizer
+		rec.OutputTokens = tok.Count(text.String()) + reasoningCount
+		rec.ReasoningTokens = reasoningCount
+	}
+	if u := resp.Usage; u != nil && u.PromptTokens > 0 {
+		rec.InputTokens = u.PromptTokens
+	} else if info.InputTokensRequested > 0 {
+		rec.InputTokens = info.InputTokensRequested
+	} else {
+		rec.InputTokens = tok.Count(info.Prompt)
+	}
+	rec.ChunkTokens = metrics.AssignTokens(estimate, rec.OutputTokens)
+	return rec
+}

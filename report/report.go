@@ -1,0 +1,119 @@
+// Package report renders summaries for people and programs: a terminal
+// table and JSON. Renderers write to an io.Writer and never touch the
+// terminal themselves.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// JSON writes the summary as indented JSON.
+func JSON(w io.Writer, s metrics.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// Table writes a human-readable table: one row per level. For decode TPS,
+// where higher is better, the second figure is the 5th percentile — the rate
+// 95% of requests beat — and is labelled "P95 (slowest 5%)".
+func Table(w io.Writer, s metrics.Summary) error {
+	t := s.Target
+	sim := ""
+	if t.Simulated {
+		sim = " (simulated)"
+	}
+	fmt.Fprintf(w, "target %s%s  api %s  model %s\n", t.URL, sim, t.API, t.Model)
+	if s.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the last level is partial")
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "load\tok\tfail\tTTFT p50\tp95\tp99 ms\tdecode TPS p50\tP95 (slowest 5%)\tTPOT p50 ms\tITL p50\tp99 ms\tE2E p50 ms\tout tok/s\treq/s\t")
+	for _, lv := range s.Levels {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			lv.Load, lv.Requests.Completed, lv.Requests.Failed,
+			num(lv.TTFT.P50, lv.TTFT.Count), num(lv.TTFT.P95, lv.TTFT.Count), num(lv.TTFT.P99, lv.TTFT.Count),
+			num(lv.DecodeTPS.P50, lv.DecodeTPS.Count), num(lv.DecodeTPS.P5, lv.DecodeTPS.Count),
+			num(lv.TPOT.P50, lv.TPOT.Count),
+			num(lv.ITL.P50, lv.ITL.Count), num(lv.ITL.P99, lv.ITL.Count),
+			num(lv.E2E.P50, lv.E2E.Count),
+			num(lv.OutputTPS, 1), num(lv.RequestRPS, 1))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var notes []string
+	for _, lv := range s.Levels {
+		if lv.Requests.Failed > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
+		}
+		for _, wn := range lv.Warnings {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, wn))
+		}
+	}
+	notes = append(notes, s.Warnings...)
+	if len(s.Levels) > 0 {
+		src := s.Levels[0].TokenSource
+		switch src {
+		case metrics.SourceUsage:
+			notes = append(notes, "output tokens: server-reported usage")
+		case metrics.SourceTokenizer:
+			notes = append(notes, "output tokens: counted locally with the tokenizer (the server sent no usage)")
+		case metrics.SourceMixed:
+			notes = append(notes, "output tokens: usage where the server sent it, the tokenizer elsewhere")
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return nil
+}
+
+func errorList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// num formats a figure with about four significant digits; "-" when there
+// were no samples.
+func num(v float64, count int) string {
+	if count == 0 {
+		return "-"
+	}
+	switch a := abs(v); {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

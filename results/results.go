@@ -1,0 +1,180 @@
+// Package results writes and reads the on-disk run format:
+//
+//	run.json        what was run: tool version, target, metadata, configuration
+//	requests.jsonl  one JSON line per finished request, appended as it finishes
+//	summary.json    the aggregate (metrics.Summary)
+//
+// requests.jsonl is written one whole line per write call on a file opened
+// for appending, so the file stays valid line by line if the process dies at
+// any moment. summary.json and run.json are replaced atomically (write to a
+// temporary file, then rename).
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// File names inside a run directory.
+const (
+	RunFile      = "run.json"
+	RequestsFile = "requests.jsonl"
+	SummaryFile  = "summary.json"
+)
+
+// RunSchema names the run.json format.
+const RunSchema = "tokbench.run/v1"
+
+// Run is run.json.
+type Run struct {
+	Schema    string         `json:"schema"`
+	Tool      string         `json:"tool"`
+	Version   string         `json:"version"`
+	StartedAt time.Time      `json:"started_at"`
+	Target    metrics.Target `json:"target"`
+	// Meta is the like-for-like metadata: hardware, quant, engine, context, label…
+	Meta map[string]string `json:"meta,omitempty"`
+	// Config is the full effective configuration, secrets removed.
+	Config map[string]any `json:"config"`
+}
+
+// Writer writes one run directory. Its methods are safe for concurrent use.
+type Writer struct {
+	dir string
+	mu  sync.Mutex
+	req *os.File
+	buf []byte
+}
+
+// Create makes dir (and parents) and opens requests.jsonl, failing early when
+// the directory is not writable, before any load is sent.
+func Create(dir string) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, RequestsFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", filepath.Join(dir, RequestsFile), err)
+	}
+	return &Writer{dir: dir, req: f}, nil
+}
+
+// Dir is the run directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// WriteRun writes run.json.
+func (w *Writer) WriteRun(r Run) error {
+	if r.Schema == "" {
+		r.Schema = RunSchema
+	}
+	return writeJSON(filepath.Join(w.dir, RunFile), r)
+}
+
+// Append writes one record as one line with a single write.
+func (w *Writer) Append(rec metrics.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode record %d: %w", rec.ID, err)
+	}
+	w.buf = append(append(w.buf[:0], b...), '\n')
+	if _, err := w.req.Write(w.buf); err != nil {
+		return fmt.Errorf("append %s: %w", RequestsFile, err)
+	}
+	return nil
+}
+
+// WriteSummary writes summary.json.
+func (w *Writer) WriteSummary(s metrics.Summary) error {
+	return writeJSON(filepath.Join(w.dir, SummaryFile), s)
+}
+
+// Close closes requests.jsonl after syncing it.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.req.Sync()
+	if cerr := w.req.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadRecords reads requests.jsonl from a run directory. A torn last line
+// (the process died mid-write) is skipped and reported in the returned
+// warning; any other bad line is an error naming the line.
+func ReadRecords(dir string) ([]metrics.Record, []string, error) {
+	path := filepath.Join(dir, RequestsFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return readRecords(f, path)
+}
+
+func readRecords(r io.Reader, path string) ([]metrics.Record, []string, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var recs []metrics.Record
+	var warnings []string
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(b) > 0 {
+			complete := b[len(b)-1] == '\n'
+			var rec metrics.Record
+			if jerr := json.Unmarshal(b, &rec); jerr != nil {
+				if !complete {
+					warnings = append(warnings, fmt.Sprintf("%s:%d: incomplete last line skipped", path, line))
+					break
+				}
+				return nil, nil, fmt.Errorf("%s:%d: %w", path, line, jerr)
+			}
+			recs = append(recs, rec)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	return recs, warnings, nil
+}
+
+// ReadSummary reads summary.json from a run directory.
+func ReadSummary(dir string) (metrics.Summary, error) {
+	var s metrics.Summary
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
+	}
+	return s, nil
+}

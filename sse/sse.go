@@ -1,0 +1,191 @@
+// Package sse decodes Server-Sent Events as LLM servers stream them, and
+// stamps each event with the instant its bytes arrived.
+//
+// The decoder reads the body itself, in whatever pieces the transport hands
+// over, and takes one monotonic timestamp per read; every event completed by
+// that read carries it. It accepts LF, CRLF and CR line endings, skips
+// comment lines (": keep-alive"), joins multi-line data fields with "\n",
+// and has no fixed line-length limit: a line may be as long as MaxLineBytes.
+//
+// A Decoder is not safe for concurrent use.
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// MaxLineBytes bounds one line, so a broken server cannot exhaust memory.
+const MaxLineBytes = 64 << 20
+
+// ErrLineTooLong reports a line longer than MaxLineBytes.
+var ErrLineTooLong = errors.New("sse: line longer than 64 MiB")
+
+// Event is one dispatched event. Data aliases the decoder's buffer and is
+// valid only until the next call to Next.
+type Event struct {
+	Name string // the "event:" field; empty means "message"
+	Data []byte
+	// At is the arrival of the bytes that completed the event's first data line.
+	At time.Time
+}
+
+// Decoder reads events from a stream.
+type Decoder struct {
+	r          io.Reader
+	now        func() time.Time
+	buf        []byte // unread bytes are buf[start:end]
+	start, end int
+	readAt     time.Time
+	err        error
+
+	data    []byte
+	name    string
+	hasData bool
+	at      time.Time
+	skipLF  bool // the previous line ended in CR: a following LF belongs to it
+}
+
+// NewDecoder returns a decoder reading from r with a 32 KiB initial buffer
+// that grows as lines require.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: r, now: time.Now, buf: make([]byte, 32<<10)}
+}
+
+// SetClock replaces time.Now, for tests.
+func (d *Decoder) SetClock(now func() time.Time) { d.now = now }
+
+// Next returns the next event. It returns io.EOF at a clean end of stream;
+// an event cut off by the end of the stream is dispatched first if it has data.
+func (d *Decoder) Next() (Event, error) {
+	d.data = d.data[:0]
+	d.name = ""
+	d.hasData = false
+	for {
+		line, ok, err := d.line()
+		if err != nil {
+			if err == io.EOF && d.hasData {
+				return d.event(), nil
+			}
+			return Event{}, err
+		}
+		if !ok {
+			continue
+		}
+		if len(line) == 0 {
+			if d.hasData {
+				return d.event(), nil
+			}
+			d.name = ""
+			continue
+		}
+		d.field(line)
+	}
+}
+
+func (d *Decoder) event() Event {
+	return Event{Name: d.name, Data: d.data, At: d.at}
+}
+
+func (d *Decoder) field(line []byte) {
+	if line[0] == ':' {
+		return // comment, e.g. ": keep-alive"
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		if d.hasData {
+			d.data = append(d.data, '\n')
+		} else {
+			d.at = d.readAt
+		}
+		d.data = append(d.data, value...)
+		d.hasData = true
+	case "event":
+		d.name = string(value)
+	}
+}
+
+// line returns the next complete line without its terminator. ok is false
+// when the bytes consumed were only the LF of a CRLF pair.
+func (d *Decoder) line() ([]byte, bool, error) {
+	scanFrom := d.start
+	for {
+		if d.skipLF && d.start < d.end {
+			d.skipLF = false
+			if d.buf[d.start] == '\n' {
+				d.start++
+				return nil, false, nil
+			}
+		}
+		if i := indexEOL(d.buf[scanFrom:d.end]); i >= 0 {
+			i += scanFrom
+			line := d.buf[d.start:i]
+			if d.buf[i] == '\r' {
+				d.skipLF = true
+			}
+			d.start = i + 1
+			return line, true, nil
+		}
+		scanFrom = d.end
+		if d.err != nil {
+			if d.start < d.end { // last line without terminator
+				line := d.buf[d.start:d.end]
+				d.start = d.end
+				return line, true, nil
+			}
+			return nil, false, d.err
+		}
+		scanFrom -= d.start
+		if err := d.fill(); err != nil {
+			return nil, false, err
+		}
+		scanFrom += d.start
+	}
+}
+
+func indexEOL(b []byte) int {
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+// fill reads more bytes, compacting or growing the buffer first.
+func (d *Decoder) fill() error {
+	if d.start > 0 {
+		n := copy(d.buf, d.buf[d.start:d.end])
+		d.start, d.end = 0, n
+	}
+	if d.end == len(d.buf) {
+		if len(d.buf) >= MaxLineBytes {
+			return ErrLineTooLong
+		}
+		nb := make([]byte, min(2*len(d.buf), MaxLineBytes))
+		copy(nb, d.buf[:d.end])
+		d.buf = nb
+	}
+	n, err := d.r.Read(d.buf[d.end:])
+	if n > 0 {
+		d.readAt = d.now()
+		d.end += n
+	}
+	if err != nil {
+		d.err = err
+		if err != io.EOF {
+			d.err = fmt.Errorf("sse: read: %w", err)
+		}
+	}
+	return nil
+}

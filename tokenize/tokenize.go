@@ -1,0 +1,79 @@
+// Package tokenize counts tokens exactly, offline. The tiktoken encodings
+// cl100k_base and o200k_base are compiled into the binary; nothing is
+// fetched at run time.
+//
+// A Tokenizer is safe for concurrent use.
+package tokenize
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Tokenizer counts and encodes text.
+type Tokenizer interface {
+	Name() string
+	// Count returns the number of tokens in s.
+	Count(s string) int
+	// Encode returns the token ids of s.
+	Encode(s string) []uint
+	// Decode returns the text of ids.
+	Decode(ids []uint) string
+}
+
+// Names lists the built-in encodings.
+var Names = []string{"cl100k_base", "o200k_base"}
+
+// Default is the encoding used when none is chosen.
+const Default = "cl100k_base"
+
+// Get returns a built-in encoding by name.
+func Get(name string) (Tokenizer, error) {
+	var enc tokenizer.Encoding
+	switch strings.ToLower(name) {
+	case "cl100k_base", "cl100k":
+		enc = tokenizer.Cl100kBase
+	case "o200k_base", "o200k":
+		enc = tokenizer.O200kBase
+	default:
+		return nil, fmt.Errorf("unknown tokenizer %q (known: %s)", name, strings.Join(Names, ", "))
+	}
+	c, err := tokenizer.Get(enc)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", name, err)
+	}
+	return tiktoken{name: string(enc), c: c}, nil
+}
+
+type tiktoken struct {
+	name string
+	c    tokenizer.Codec
+}
+
+func (t tiktoken) Name() string { return t.name }
+
+func (t tiktoken) Count(s string) int {
+	n, err := t.c.Count(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (t tiktoken) Encode(s string) []uint {
+	ids, _, err := t.c.Encode(s)
+	if err != nil {
+		return nil
+	}
+	return ids
+}
+
+func (t tiktoken) Decode(ids []uint) string {
+	s, err := t.c.Decode(ids)
+	if err != nil {
+		return ""
+	}
+	return s
+}
