@@ -17,8 +17,9 @@ type Step struct {
 	// PrefillTokens is the number of prompt tokens computed this step
 	// (chunked prefill), plus the verification tokens of speculative decoding.
 	PrefillTokens int
-	// PrefillContextTokens is the context already in the KV cache that the
-	// prefill tokens attend to (earlier chunks of the same prompts).
+	// PrefillContextTokens is the context the prefill chunks attend to:
+	// summed over the sequences being prefilled, the tokens already cached
+	// plus this step's chunk (as physics.Step defines it).
 	PrefillContextTokens int
 }
 
@@ -376,7 +377,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 			s.chunk = min(s.prefill-s.computed, budget)
 			budget -= s.chunk
 			st.PrefillTokens += s.chunk
-			st.PrefillContextTokens += s.computed
+			st.PrefillContextTokens += s.computed + s.chunk
 		}
 	}
 	// 3. Admit waiting requests in FIFO order.
@@ -390,6 +391,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 		s.chunk = min(s.prefill, budget)
 		budget -= s.chunk
 		st.PrefillTokens += s.chunk
+		st.PrefillContextTokens += s.chunk
 		e.running = append(e.running, s)
 	}
 

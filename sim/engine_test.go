@@ -84,7 +84,7 @@ func TestSingleRequestInstants(t *testing.T) {
 	if last.Finish != FinishLength {
 		t.Errorf("finish = %v, want length", last.Finish)
 	}
-	if steps[0].Step != (Step{PrefillTokens: 100}) {
+	if steps[0].Step != (Step{PrefillTokens: 100, PrefillContextTokens: 100}) {
 		t.Errorf("first step = %+v, want a 100-token prefill", steps[0].Step)
 	}
 	if s := steps[2].Step; s != (Step{DecodeSeqs: 1, KVTokens: 101}) {
@@ -152,11 +152,11 @@ func TestChunkedPrefillSlowsDecode(t *testing.T) {
 	if want := []time.Duration{s1 + 2*full + last}; !reflect.DeepEqual(at[2], want) {
 		t.Errorf("long prompt's first token at %v, want %v", at[2], want)
 	}
-	if got := steps[1].Step; got != (Step{DecodeSeqs: 1, KVTokens: 10, PrefillTokens: 999}) {
+	if got := steps[1].Step; got != (Step{DecodeSeqs: 1, KVTokens: 10, PrefillTokens: 999, PrefillContextTokens: 999}) {
 		t.Errorf("mixed step = %+v", got)
 	}
-	if got := steps[2].Step.PrefillContextTokens; got != 999 {
-		t.Errorf("second chunk's context = %d, want 999", got)
+	if got := steps[2].Step.PrefillContextTokens; got != 1998 {
+		t.Errorf("second chunk's context = %d, want 1998", got)
 	}
 }
 

@@ -1,0 +1,421 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.Handle("GET /metrics", s.met.handler())
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found_error", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// completionRequest holds the fields of both OpenAI request shapes that the
+// simulator honours; the rest are accepted and ignored.
+type completionRequest struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           int             `json:"min_tokens"`
+	IgnoreEOS           bool            `json:"ignore_eos"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N *int `json:"n"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// apiError is an OpenAI-style error answer.
+type apiError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: fmt.Sprintf(format, args...)}
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"error": map[string]any{"message": msg, "type": typ, "code": status},
+	})
+}
+
+// countText counts the tokens of a text field that is a string or an array
+// of content parts ({"type": "text", "text": …}).
+func countText(raw json.RawMessage, field string) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err == nil {
+		return PromptTokens(str), nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return 0, badRequest("%s: want a string or an array of content parts", field)
+	}
+	n := 0
+	for _, p := range parts {
+		n += PromptTokens(p.Text)
+	}
+	return n, nil
+}
+
+// promptTokens applies the counting rule: words of the text, plus for chat
+// 3 tokens per message and 3 for the reply.
+func (req *completionRequest) promptTokens(chat bool) (int, error) {
+	if chat {
+		if len(req.Messages) == 0 {
+			return 0, badRequest("messages: must not be empty")
+		}
+		n := chatTokensPerReply
+		for i, m := range req.Messages {
+			k, err := countText(m.Content, fmt.Sprintf("messages[%d].content", i))
+			if err != nil {
+				return 0, err
+			}
+			n += k + chatTokensPerMessage
+		}
+		return n, nil
+	}
+	raw := bytes.TrimSpace(req.Prompt)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, badRequest("prompt: required")
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err == nil {
+		return max(PromptTokens(str), 1), nil
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		if len(strs) != 1 {
+			return 0, badRequest("prompt: the simulator serves one prompt per request, got %d", len(strs))
+		}
+		return max(PromptTokens(strs[0]), 1), nil
+	}
+	var ids []int
+	if err := json.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
+		return len(ids), nil
+	}
+	return 0, badRequest("prompt: want a string, one string in an array, or token ids")
+}
+
+// parse reads and validates a completion request.
+func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*completionRequest, Request, error) {
+	var req completionRequest
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(&req); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, Request{}, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
+				msg: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)}
+		}
+		return nil, Request{}, badRequest("request body is not valid JSON: %v", err)
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, Request{}, badRequest("n: the simulator serves n=1 only")
+	}
+	prompt, err := req.promptTokens(chat)
+	if err != nil {
+		return nil, Request{}, err
+	}
+	maxTokens := s.cfg.DefaultMaxTokens
+	switch {
+	case req.MaxCompletionTokens != nil:
+		maxTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		return nil, Request{}, badRequest("max_tokens: must be at least 1, got %d", maxTokens)
+	}
+	if req.MinTokens < 0 || req.MinTokens > maxTokens {
+		return nil, Request{}, badRequest("min_tokens: must be between 0 and max_tokens (%d), got %d", maxTokens, req.MinTokens)
+	}
+	if limit := min(s.cfg.MaxModelLen, s.kvCap); prompt+maxTokens > limit {
+		return nil, Request{}, badRequest("this model's maximum context length is %d tokens; the request asks for %d (%d prompt + %d output)",
+			limit, prompt+maxTokens, prompt, maxTokens)
+	}
+	return &req, Request{
+		ID: s.nextID.Add(1), PromptTokens: prompt, MaxTokens: maxTokens,
+		MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS,
+	}, nil
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.cfg.ServedModel, "object": "model", "created": s.created,
+			"owned_by": "tokbench-sim", "max_model_len": min(s.cfg.MaxModelLen, s.kvCap),
+		}},
+	})
+}
+
+// complete serves /v1/chat/completions (chat) and /v1/completions.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+	if n := s.inflight.Add(1); n > int64(s.cfg.MaxInflight) {
+		s.inflight.Add(-1)
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error",
+			fmt.Sprintf("more than %d requests in flight", s.cfg.MaxInflight))
+		return
+	}
+	defer s.inflight.Add(-1)
+	req, er, err := s.parse(w, r, chat)
+	if err != nil {
+		ae := err.(*apiError)
+		writeError(w, ae.status, ae.typ, ae.msg)
+		return
+	}
+	st := newStream(er)
+	s.submit(st)
+	out := newEncoder(s, chat, er.ID, req)
+	if req.Stream {
+		s.stream(w, r, st, out)
+	} else {
+		s.collect(w, r, st, out)
+	}
+}
+
+// wait blocks until the stream has news, the client goes away or the
+// engine stops. It reports false when the handler should give up.
+func (s *Server) wait(r *http.Request, st *stream) bool {
+	select {
+	case <-st.notify:
+		return true
+	case <-r.Context().Done():
+		s.cancel(st.req.ID)
+		return false
+	case <-s.loopDone:
+		return true // take() reports closed
+	}
+}
+
+// stream writes an SSE response: for chat a role-only first chunk (as vLLM
+// sends), then one event per engine step carrying that step's tokens, the
+// finish_reason on the last of them, a usage chunk with empty choices when
+// stream_options.include_usage is set, and [DONE]. Each step's events are
+// flushed once.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *stream, enc *encoder) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 0, 1024)
+	if enc.chat {
+		buf = enc.roleChunk(buf)
+	}
+	if _, err := w.Write(buf); err != nil {
+		s.cancel(st.req.ID)
+		return
+	}
+	_ = rc.Flush()
+	var chunks []chunk
+	generated := 0
+	for {
+		if !s.wait(r, st) {
+			return
+		}
+		var closed bool
+		chunks, closed = st.take(chunks)
+		buf = buf[:0]
+		done := false
+		for _, c := range chunks {
+			buf = enc.tokenChunk(buf, c)
+			generated += c.tokens
+			if c.finish != FinishNone {
+				done = true
+				if enc.includeUsage {
+					buf = enc.usageChunk(buf, st.req.PromptTokens, generated)
+				}
+				buf = append(buf, "data: [DONE]\n\n"...)
+			}
+		}
+		if closed && !done {
+			buf = append(buf, `data: {"error":{"message":"server shutting down","type":"server_error","code":503}}`+"\n\n"...)
+			done = true
+		}
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
+				s.cancel(st.req.ID)
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				s.cancel(st.req.ID)
+				return
+			}
+			if s.cfg.onFlush != nil && len(chunks) > 0 {
+				s.cfg.onFlush(time.Since(s.base.Add(chunks[len(chunks)-1].at)))
+			}
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// collect answers a non-streaming request with one JSON body.
+func (s *Server) collect(w http.ResponseWriter, r *http.Request, st *stream, enc *encoder) {
+	var chunks []chunk
+	text := make([]byte, 0, 8*st.req.MaxTokens)
+	generated := 0
+	for {
+		if !s.wait(r, st) {
+			return
+		}
+		var closed bool
+		chunks, closed = st.take(chunks)
+		for _, c := range chunks {
+			text = appendWords(text, s.cfg.Engine.Seed, st.req.ID, c.first, c.tokens)
+			generated += c.tokens
+			if c.finish != FinishNone {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(enc.final(string(text), c.finish, st.req.PromptTokens, generated))
+				return
+			}
+		}
+		if closed {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "server shutting down")
+			return
+		}
+	}
+}
+
+// encoder writes the JSON of one response. Stream chunks are assembled from
+// fixed pieces computed once per request: the words are plain ASCII, so no
+// escaping is needed per token.
+type encoder struct {
+	chat         bool
+	seed, id     uint64
+	includeUsage bool
+	head         []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+	idStr, model string
+	created      int64
+}
+
+func newEncoder(s *Server, chat bool, id uint64, req *completionRequest) *encoder {
+	e := &encoder{
+		chat: chat, seed: s.cfg.Engine.Seed, id: id, created: s.created, model: s.cfg.ServedModel,
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+	}
+	object := "text_completion"
+	if chat {
+		e.idStr = "chatcmpl-sim-" + strconv.FormatUint(id, 10)
+		object = "chat.completion.chunk"
+	} else {
+		e.idStr = "cmpl-sim-" + strconv.FormatUint(id, 10)
+	}
+	model, _ := json.Marshal(s.cfg.ServedModel)
+	e.head = fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":[`, e.idStr, object, e.created, model)
+	return e
+}
+
+func (e *encoder) roleChunk(buf []byte) []byte {
+	buf = append(buf, e.head...)
+	return append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+}
+
+func (e *encoder) tokenChunk(buf []byte, c chunk) []byte {
+	buf = append(buf, e.head...)
+	if e.chat {
+		buf = append(buf, `{"index":0,"delta":{"content":"`...)
+	} else {
+		buf = append(buf, `{"index":0,"text":"`...)
+	}
+	buf = appendWords(buf, e.seed, e.id, c.first, c.tokens)
+	if e.chat {
+		buf = append(buf, `"},"logprobs":null,"finish_reason":`...)
+	} else {
+		buf = append(buf, `","logprobs":null,"finish_reason":`...)
+	}
+	if c.finish == FinishNone {
+		buf = append(buf, "null"...)
+	} else {
+		buf = strconv.AppendQuote(buf, c.finish.String())
+	}
+	return append(buf, "}]}\n\n"...)
+}
+
+func (e *encoder) usageChunk(buf []byte, prompt, completion int) []byte {
+	buf = append(buf, e.head...)
+	return fmt.Appendf(buf, `],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
+		prompt, completion, prompt+completion)
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// final is the non-streaming response body.
+func (e *encoder) final(text string, f Finish, prompt, completion int) any {
+	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	if e.chat {
+		type msg struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		type choice struct {
+			Index        int     `json:"index"`
+			Message      msg     `json:"message"`
+			Logprobs     *string `json:"logprobs"`
+			FinishReason string  `json:"finish_reason"`
+		}
+		return struct {
+			ID      string   `json:"id"`
+			Object  string   `json:"object"`
+			Created int64    `json:"created"`
+			Model   string   `json:"model"`
+			Choices []choice `json:"choices"`
+			Usage   usage    `json:"usage"`
+		}{e.idStr, "chat.completion", e.created, e.model,
+			[]choice{{Message: msg{Role: "assistant", Content: text}, FinishReason: f.String()}}, u}
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Text         string  `json:"text"`
+		Logprobs     *string `json:"logprobs"`
+		FinishReason string  `json:"finish_reason"`
+	}
+	return struct {
+		ID      string   `json:"id"`
+		Object  string   `json:"object"`
+		Created int64    `json:"created"`
+		Model   string   `json:"model"`
+		Choices []choice `json:"choices"`
+		Usage   usage    `json:"usage"`
+	}{e.idStr, "text_completion", e.created, e.model, []choice{{Text: text, FinishReason: f.String()}}, u}
+}

@@ -1,0 +1,526 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config configures a simulated server. Zero fields take the defaults of
+// [DefaultConfig].
+type Config struct {
+	// Model, Quant and Hardware are catalog names of package physics;
+	// GPUs is the tensor-parallel degree.
+	Model    string
+	Quant    string
+	Hardware string
+	GPUs     int
+	// ServedModel is the model id the API reports; defaults to Model.
+	ServedModel string
+
+	// Engine configures the scheduler (batch size, token budget, seed,
+	// EOS draw, speculative decoding).
+	Engine EngineConfig
+	// Cost, when set, replaces the physics cost model (tests use fixed
+	// step times).
+	Cost Cost
+
+	// MaxModelLen bounds prompt + max tokens of one request (vLLM
+	// max-model-len); 32768.
+	MaxModelLen int
+	// DefaultMaxTokens is the output length of a request that names none; 256.
+	DefaultMaxTokens int
+	// MaxBodyBytes caps a request body (413 beyond it); 8 MiB.
+	MaxBodyBytes int64
+	// MaxInflight caps requests in flight (429 beyond it); 4096.
+	MaxInflight int
+
+	// onFlush, when set, is told how late each flush of a stream is against
+	// the engine's schedule (benchmarks).
+	onFlush func(late time.Duration)
+}
+
+// Defaults of the preset.
+const (
+	DefaultModel       = "llama-3.1-8b"
+	DefaultQuant       = "bf16"
+	DefaultHardware    = "h100-sxm"
+	defaultMaxModelLen = 32768
+	defaultMaxTokens   = 256
+	defaultMaxBody     = 8 << 20
+	defaultMaxInflight = 4096
+)
+
+// DefaultConfig is the documented default preset: Llama 3.1 8B in BF16 on
+// one H100 SXM, vLLM-like scheduling (256 sequences, 8192-token steps), no
+// EOS (requests run to their max tokens), no speculative decoding.
+func DefaultConfig() Config {
+	return Config{
+		Model: DefaultModel, Quant: DefaultQuant, Hardware: DefaultHardware, GPUs: 1,
+		Engine: EngineConfig{
+			MaxNumSeqs:       DefaultMaxNumSeqs,
+			MaxBatchedTokens: DefaultMaxBatchedTokens,
+		},
+		MaxModelLen:      defaultMaxModelLen,
+		DefaultMaxTokens: defaultMaxTokens,
+		MaxBodyBytes:     defaultMaxBody,
+		MaxInflight:      defaultMaxInflight,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Model == "" {
+		c.Model = d.Model
+	}
+	if c.Quant == "" {
+		c.Quant = d.Quant
+	}
+	if c.Hardware == "" {
+		c.Hardware = d.Hardware
+	}
+	if c.GPUs == 0 {
+		c.GPUs = d.GPUs
+	}
+	if c.ServedModel == "" {
+		c.ServedModel = c.Model
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = d.MaxModelLen
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = d.DefaultMaxTokens
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = d.MaxInflight
+	}
+	c.Engine = c.Engine.withDefaults()
+	return c
+}
+
+// resyncAfter is how far the engine may fall behind the wall clock (a
+// stalled machine) before it gives up catching up and restarts its schedule
+// from now.
+const resyncAfter = 50 * time.Millisecond
+
+// Server is a simulated OpenAI-compatible inference server. It is safe for
+// concurrent use. NewServer starts its engine goroutine; Close ends it.
+type Server struct {
+	cfg     Config
+	eng     *Engine // owned by the loop goroutine
+	kvCap   int
+	base    time.Time // engine time zero on the monotonic clock
+	created int64     // unix seconds, for response "created" fields
+	handler http.Handler
+	met     *serverMetrics
+
+	mu      sync.Mutex
+	inbox   []*stream
+	cancels []uint64
+	wake    chan struct{} // cap 1
+
+	nextID   atomic.Uint64
+	inflight atomic.Int64
+
+	stop     context.CancelFunc
+	loopDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+	httpMu    sync.Mutex
+	httpSrv   *http.Server
+	serveDone chan struct{}
+	watchDone chan struct{}
+}
+
+// NewServer builds the engine from cfg and starts its loop.
+func NewServer(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	cost := cfg.Cost
+	if cost == nil {
+		var err error
+		cost, err = DeploymentCost(cfg.Model, cfg.Quant, cfg.Hardware, cfg.GPUs)
+		if err != nil {
+			return nil, err
+		}
+	}
+	eng, err := NewEngine(cfg.Engine, cost)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxModelLen < 2 {
+		return nil, fmt.Errorf("max model len %d: must be >= 2", cfg.MaxModelLen)
+	}
+	now := time.Now()
+	s := &Server{
+		cfg: cfg, eng: eng, kvCap: eng.KVCapacityTokens(),
+		base: now, created: now.Unix(),
+		wake:     make(chan struct{}, 1),
+		loopDone: make(chan struct{}),
+	}
+	s.met = newServerMetrics(s.kvCap)
+	s.handler = s.routes()
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.loop(ctx)
+	return s, nil
+}
+
+// Config returns the server's configuration with defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// KVCapacityTokens is the simulated KV cache size in tokens.
+func (s *Server) KVCapacityTokens() int { return s.kvCap }
+
+// Handler returns the HTTP handler: /v1/chat/completions, /v1/completions,
+// /v1/models, /metrics and /health.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on addr (such as "127.0.0.1:0") and serves until ctx is
+// canceled or Close is called. It returns the OpenAI base URL, for example
+// "http://127.0.0.1:8000/v1".
+func (s *Server) Start(ctx context.Context, addr string) (string, error) {
+	s.httpMu.Lock()
+	defer s.httpMu.Unlock()
+	if s.httpSrv != nil {
+		return "", errors.New("sim server: already started")
+	}
+	select {
+	case <-s.loopDone:
+		return "", errors.New("sim server: closed")
+	default:
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("sim server: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		IdleTimeout:       2 * time.Minute,
+	}
+	s.httpSrv = srv
+	s.serveDone = make(chan struct{})
+	s.watchDone = make(chan struct{})
+	go func() {
+		defer close(s.serveDone)
+		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	// Stop when ctx ends; this goroutine ends with ctx or with Close.
+	go func() {
+		defer close(s.watchDone)
+		select {
+		case <-ctx.Done():
+			_ = s.shutdown()
+		case <-s.loopDone:
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/v1", nil
+}
+
+// Close stops the engine, ends every in-flight stream, shuts the listener
+// down and waits for the server's goroutines to end. It is safe to call
+// more than once.
+func (s *Server) Close() error {
+	err := s.shutdown()
+	s.httpMu.Lock()
+	watchDone := s.watchDone
+	s.httpMu.Unlock()
+	if watchDone != nil {
+		<-watchDone
+	}
+	return err
+}
+
+func (s *Server) shutdown() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		<-s.loopDone
+		s.httpMu.Lock()
+		srv := s.httpSrv
+		s.httpMu.Unlock()
+		if srv == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+			s.closeErr = fmt.Errorf("sim server: shutdown: %w", err)
+		}
+		<-s.serveDone
+	})
+	return s.closeErr
+}
+
+// chunk is the output of one step for one stream.
+type chunk struct {
+	at     time.Duration // engine time of the step's end
+	first  int           // index of the first token
+	tokens int
+	finish Finish
+}
+
+// stream connects one HTTP request to the engine loop. The loop pushes
+// chunks at each step's end; the handler takes them and writes them as one
+// flush.
+type stream struct {
+	req    Request
+	mu     sync.Mutex
+	queue  []chunk
+	closed bool          // engine stopped: no more chunks will come
+	notify chan struct{} // cap 1: "queue changed"
+}
+
+func newStream(r Request) *stream {
+	return &stream{req: r, notify: make(chan struct{}, 1)}
+}
+
+func (st *stream) push(c chunk) {
+	st.mu.Lock()
+	st.queue = append(st.queue, c)
+	st.mu.Unlock()
+	st.signal()
+}
+
+func (st *stream) close() {
+	st.mu.Lock()
+	st.closed = true
+	st.mu.Unlock()
+	st.signal()
+}
+
+func (st *stream) signal() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take moves the queued chunks into buf.
+func (st *stream) take(buf []chunk) ([]chunk, bool) {
+	st.mu.Lock()
+	buf = append(buf[:0], st.queue...)
+	st.queue = st.queue[:0]
+	closed := st.closed
+	st.mu.Unlock()
+	return buf, closed
+}
+
+// submit hands a stream to the engine loop.
+func (s *Server) submit(st *stream) {
+	s.mu.Lock()
+	s.inbox = append(s.inbox, st)
+	s.mu.Unlock()
+	s.poke()
+}
+
+// cancel removes a request from the engine (its client went away).
+func (s *Server) cancel(id uint64) {
+	s.mu.Lock()
+	s.cancels = append(s.cancels, id)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *Server) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the engine goroutine: the only one touching s.eng. It runs a step,
+// sleeps until the wall clock reaches the step's end, then hands each stream
+// its tokens. Requests that arrive meanwhile join at the next step boundary,
+// as in a real engine. It ends when ctx is canceled (Close).
+func (s *Server) loop(ctx context.Context) {
+	defer close(s.loopDone)
+	streams := make(map[uint64]*stream)
+	defer func() {
+		s.mu.Lock()
+		for _, st := range s.inbox {
+			streams[st.req.ID] = st
+		}
+		s.inbox = nil
+		s.mu.Unlock()
+		for _, st := range streams {
+			st.close()
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var rate tokenRate
+	for {
+		if s.eng.Idle() {
+			s.met.idle()
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.wake:
+			}
+			s.eng.AdvanceTo(time.Since(s.base))
+		}
+		s.drain(streams)
+		res, ok := s.eng.Step()
+		if !ok {
+			continue
+		}
+		if d := time.Until(s.base.Add(res.End)); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+		if late := time.Since(s.base.Add(res.End)); late > resyncAfter {
+			s.eng.AdvanceTo(res.End + late)
+		}
+		generated := 0
+		for _, em := range res.Emits {
+			generated += em.Tokens
+			st := streams[em.ID]
+			if st == nil {
+				continue
+			}
+			st.push(chunk{at: res.End, first: em.First, tokens: em.Tokens, finish: em.Finish})
+			if em.Finish != FinishNone {
+				delete(streams, em.ID)
+				s.met.finished(em.Finish)
+			}
+		}
+		s.met.step(res, generated, rate.add(res.End, generated))
+	}
+}
+
+// drain moves new streams into the engine and applies cancellations.
+func (s *Server) drain(streams map[uint64]*stream) {
+	s.mu.Lock()
+	inbox, cancels := s.inbox, s.cancels
+	s.inbox, s.cancels = nil, nil
+	s.mu.Unlock()
+	for _, st := range inbox {
+		st.req.Arrival = s.eng.Now()
+		if err := s.eng.Submit(st.req); err != nil {
+			// Handlers check lengths first; this is a bug guard.
+			st.close()
+			continue
+		}
+		streams[st.req.ID] = st
+		s.met.prompt(st.req.PromptTokens)
+	}
+	for _, id := range cancels {
+		if s.eng.Cancel(id) {
+			s.met.cancelled()
+		}
+		delete(streams, id)
+	}
+}
+
+// tokenRate is generated tokens per second over the last second of engine
+// time.
+type tokenRate struct {
+	at     []time.Duration
+	tokens []int
+	sum    int
+}
+
+func (r *tokenRate) add(at time.Duration, n int) float64 {
+	r.at = append(r.at, at)
+	r.tokens = append(r.tokens, n)
+	r.sum += n
+	i := 0
+	for i < len(r.at) && r.at[i] <= at-time.Second {
+		r.sum -= r.tokens[i]
+		i++
+	}
+	if i > 0 {
+		r.at = append(r.at[:0], r.at[i:]...)
+		r.tokens = append(r.tokens[:0], r.tokens[i:]...)
+	}
+	return float64(r.sum)
+}
+
+// serverMetrics are the Prometheus series, in their own registry. Names
+// follow vLLM's where vLLM has the series, so dashboards and scrapers work
+// against both.
+type serverMetrics struct {
+	reg                 *prometheus.Registry
+	running, waiting    prometheus.Gauge
+	kvUsage, tps        prometheus.Gauge
+	batchTokens         prometheus.Gauge
+	genTokens, prTokens prometheus.Counter
+	preemptions, steps  prometheus.Counter
+	cancelledReq        prometheus.Counter
+	success             *prometheus.CounterVec
+	kvCap               float64
+}
+
+func newServerMetrics(kvCap int) *serverMetrics {
+	m := &serverMetrics{reg: prometheus.NewRegistry(), kvCap: float64(kvCap)}
+	g := func(name, help string) prometheus.Gauge {
+		x := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		m.reg.MustRegister(x)
+		return x
+	}
+	c := func(name, help string) prometheus.Counter {
+		x := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		m.reg.MustRegister(x)
+		return x
+	}
+	m.running = g("vllm:num_requests_running", "Requests in the running batch.")
+	m.waiting = g("vllm:num_requests_waiting", "Requests in the waiting queue.")
+	m.kvUsage = g("vllm:kv_cache_usage_perc", "Fraction of the KV cache in use (0 to 1).")
+	m.tps = g("tokbench_sim_generation_tokens_per_second", "Output tokens generated over the last second of engine time.")
+	m.batchTokens = g("tokbench_sim_step_tokens", "Tokens (decode + prefill) in the last engine step.")
+	m.genTokens = c("vllm:generation_tokens_total", "Output tokens generated.")
+	m.prTokens = c("vllm:prompt_tokens_total", "Prompt tokens admitted.")
+	m.preemptions = c("vllm:num_preemptions_total", "Sequences preempted because the KV cache was full.")
+	m.steps = c("tokbench_sim_steps_total", "Engine iterations run.")
+	m.cancelledReq = c("tokbench_sim_requests_cancelled_total", "Requests cancelled by their client.")
+	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vllm:request_success_total", Help: "Finished requests by finish reason.",
+	}, []string{"finished_reason"})
+	m.reg.MustRegister(m.success)
+	return m
+}
+
+func (m *serverMetrics) step(res StepResult, generated int, tps float64) {
+	m.running.Set(float64(res.Running))
+	m.waiting.Set(float64(res.Waiting))
+	m.kvUsage.Set(float64(res.KVUsedTokens) / m.kvCap)
+	m.tps.Set(tps)
+	m.batchTokens.Set(float64(res.Step.DecodeSeqs + res.Step.PrefillTokens))
+	m.genTokens.Add(float64(generated))
+	m.preemptions.Add(float64(res.Preempted))
+	m.steps.Inc()
+}
+
+func (m *serverMetrics) idle() {
+	m.running.Set(0)
+	m.waiting.Set(0)
+	m.kvUsage.Set(0)
+	m.tps.Set(0)
+	m.batchTokens.Set(0)
+}
+
+func (m *serverMetrics) prompt(n int)      { m.prTokens.Add(float64(n)) }
+func (m *serverMetrics) cancelled()        { m.cancelledReq.Inc() }
+func (m *serverMetrics) finished(f Finish) { m.success.WithLabelValues(f.String()).Inc() }
+func (m *serverMetrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

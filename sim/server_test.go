@@ -1,0 +1,380 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testServer is a simulator with fixed 2 ms steps behind httptest.
+func testServer(t *testing.T, mod func(*Config)) (*Server, *httptest.Server) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Cost = fixedCost(2*ms, 100_000)
+	cfg.ServedModel = "sim-test"
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s, hs
+}
+
+func post(t *testing.T, ctx context.Context, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// sseEvents reads the data lines of an SSE body.
+func sseEvents(t *testing.T, r io.Reader) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(r)
+	blank := true
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			blank = true
+			continue
+		}
+		if !blank {
+			t.Fatalf("two data lines without a blank line between: %q", line)
+		}
+		blank = false
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("line %q is not an SSE data line", line)
+		}
+		out = append(out, data)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type streamChunk struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Role    *string `json:"role"`
+			Content *string `json:"content"`
+		} `json:"delta"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage `json:"usage"`
+}
+
+var wordRE = regexp.MustCompile(`^( [a-z]+)+$`)
+
+func TestChatStreamFormat(t *testing.T) {
+	_, hs := testServer(t, nil)
+	resp := post(t, t.Context(), hs.URL+"/v1/chat/completions",
+		`{"model":"x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"one two three four"}],
+		  "max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	ev := sseEvents(t, resp.Body)
+	// role chunk, 5 token chunks (one token per 2 ms step), usage, [DONE]
+	if len(ev) != 8 {
+		t.Fatalf("got %d events, want 8:\n%s", len(ev), strings.Join(ev, "\n"))
+	}
+	if ev[7] != "[DONE]" {
+		t.Errorf("last event = %q, want [DONE]", ev[7])
+	}
+	chunks := make([]streamChunk, 7)
+	for i := range chunks {
+		if err := json.Unmarshal([]byte(ev[i]), &chunks[i]); err != nil {
+			t.Fatalf("event %d: %v: %s", i, err, ev[i])
+		}
+		if chunks[i].Object != "chat.completion.chunk" || chunks[i].Model != "sim-test" || chunks[i].ID != chunks[0].ID {
+			t.Errorf("event %d: object %q model %q id %q", i, chunks[i].Object, chunks[i].Model, chunks[i].ID)
+		}
+	}
+	if c := chunks[0].Choices[0]; c.Delta.Role == nil || *c.Delta.Role != "assistant" || *c.Delta.Content != "" {
+		t.Errorf("first chunk = %s, want a role-only delta", ev[0])
+	}
+	for i := 1; i <= 5; i++ {
+		c := chunks[i].Choices[0]
+		if c.Delta.Content == nil || !wordRE.MatchString(*c.Delta.Content) || strings.Count(*c.Delta.Content, " ") != 1 {
+			t.Errorf("chunk %d content = %s, want one word", i, ev[i])
+		}
+		wantFinish := i == 5
+		if (c.FinishReason != nil) != wantFinish {
+			t.Errorf("chunk %d finish_reason = %v, want set only on the last", i, c.FinishReason)
+		}
+	}
+	if f := chunks[5].Choices[0].FinishReason; f == nil || *f != "length" {
+		t.Errorf("finish_reason = %v, want length", f)
+	}
+	u := chunks[6]
+	if len(u.Choices) != 0 || u.Usage == nil {
+		t.Fatalf("usage chunk = %s, want empty choices and usage", ev[6])
+	}
+	// 6 words + 3 per message × 2 + 3 for the reply.
+	if *u.Usage != (usage{PromptTokens: 15, CompletionTokens: 5, TotalTokens: 20}) {
+		t.Errorf("usage = %+v, want 15 prompt + 5 completion", *u.Usage)
+	}
+}
+
+func TestCompletionsStreamNoUsage(t *testing.T) {
+	_, hs := testServer(t, nil)
+	resp := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a b c","max_tokens":3,"stream":true}`)
+	defer resp.Body.Close()
+	ev := sseEvents(t, resp.Body)
+	if len(ev) != 4 || ev[3] != "[DONE]" {
+		t.Fatalf("events = %q, want 3 token chunks and [DONE]", ev)
+	}
+	var c streamChunk
+	if err := json.Unmarshal([]byte(ev[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Object != "text_completion" || c.Choices[0].Text == nil || !wordRE.MatchString(*c.Choices[0].Text) {
+		t.Errorf("first chunk = %s, want a text_completion with one word", ev[0])
+	}
+}
+
+func TestNonStreaming(t *testing.T) {
+	_, hs := testServer(t, nil)
+	for _, tc := range []struct {
+		path, body string
+		prompt     int
+	}{
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":"hi there"}]}],"max_completion_tokens":4}`, 8},
+		{"/v1/completions", `{"prompt":["x y z w"],"max_tokens":4}`, 4},
+		{"/v1/completions", `{"prompt":[1,2,3],"max_tokens":4}`, 3},
+	} {
+		resp := post(t, t.Context(), hs.URL+tc.path, tc.body)
+		var got struct {
+			Object  string `json:"object"`
+			Choices []struct {
+				Message struct {
+					Role, Content string
+				} `json:"message"`
+				Text         string `json:"text"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage usage `json:"usage"`
+		}
+		err := json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d, %v", tc.path, resp.StatusCode, err)
+		}
+		text := got.Choices[0].Text + got.Choices[0].Message.Content
+		if strings.Count(text, " ") != 4 || !wordRE.MatchString(text) {
+			t.Errorf("%s: text %q, want 4 words", tc.path, text)
+		}
+		if got.Usage != (usage{tc.prompt, 4, tc.prompt + 4}) || got.Choices[0].FinishReason != "length" {
+			t.Errorf("%s: usage %+v finish %q, want %d+4, length", tc.path, got.Usage, got.Choices[0].FinishReason, tc.prompt)
+		}
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	_, hs := testServer(t, func(c *Config) { c.MaxBodyBytes = 1024; c.MaxModelLen = 100 })
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+	}{
+		{"bad json", "/v1/chat/completions", `{"messages":`, 400},
+		{"no messages", "/v1/chat/completions", `{"messages":[]}`, 400},
+		{"no prompt", "/v1/completions", `{"max_tokens":3}`, 400},
+		{"zero max tokens", "/v1/completions", `{"prompt":"a","max_tokens":0}`, 400},
+		{"too long", "/v1/completions", `{"prompt":"a","max_tokens":100}`, 400},
+		{"n=2", "/v1/completions", `{"prompt":"a","n":2}`, 400},
+		{"body too large", "/v1/completions", `{"prompt":"` + strings.Repeat("a ", 1000) + `"}`, 413},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := post(t, t.Context(), hs.URL+tc.path, tc.body)
+			defer resp.Body.Close()
+			var e struct {
+				Error struct{ Message, Type string } `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status || e.Error.Message == "" || e.Error.Type == "" {
+				t.Errorf("status %d error %+v, want %d with message and type", resp.StatusCode, e.Error, tc.status)
+			}
+		})
+	}
+}
+
+func TestModelsHealthMetrics(t *testing.T) {
+	_, hs := testServer(t, nil)
+	resp, err := http.Get(hs.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models struct {
+		Object string `json:"object"`
+		Data   []struct{ ID, Object string }
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&models)
+	resp.Body.Close()
+	if models.Object != "list" || len(models.Data) != 1 || models.Data[0].ID != "sim-test" {
+		t.Errorf("models = %+v", models)
+	}
+	if resp, err := http.Get(hs.URL + "/health"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/health: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+
+	resp = post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a b","max_tokens":7}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	body := scrape(t, hs.URL)
+	for _, want := range []string{
+		"vllm:generation_tokens_total 7",
+		"vllm:prompt_tokens_total 2",
+		`vllm:request_success_total{finished_reason="length"} 1`,
+		"vllm:num_requests_running 0",
+		"vllm:num_requests_waiting 0",
+		"vllm:kv_cache_usage_perc",
+		"tokbench_sim_generation_tokens_per_second",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestClientDisconnectCancels(t *testing.T) {
+	s, hs := testServer(t, func(c *Config) { c.MaxInflight = 1 })
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := post(t, ctx, hs.URL+"/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"go"}],"max_tokens":10000,"stream":true}`)
+	br := bufio.NewReader(resp.Body)
+	for range 6 { // role chunk and two token chunks
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A second request is over the in-flight limit.
+	r2 := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a"}`)
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("second request: status %d, want 429", r2.StatusCode)
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m := scrape(t, hs.URL)
+		if strings.Contains(m, "tokbench_sim_requests_cancelled_total 1") && strings.Contains(m, "vllm:num_requests_running 0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request not cancelled in the engine:\n%s", m)
+		}
+		time.Sleep(5 * ms)
+	}
+	if n := s.inflight.Load(); n != 0 {
+		t.Errorf("in flight after disconnect = %d, want 0", n)
+	}
+}
+
+func TestStartAndContextStop(t *testing.T) {
+	cfg := DefaultConfig()
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	base, err := s.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasSuffix(base, "/v1") {
+		t.Errorf("base URL = %q", base)
+	}
+	resp := post(t, t.Context(), base+"/chat/completions",
+		`{"messages":[{"role":"user","content":"hello"}],"max_tokens":3,"stream":true}`)
+	ev := sseEvents(t, resp.Body)
+	resp.Body.Close()
+	if len(ev) != 5 {
+		t.Errorf("events = %d, want role + 3 tokens + [DONE]", len(ev))
+	}
+	cancel()
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := http.Get(base + "/models"); err == nil {
+		t.Error("server still answers after ctx cancel and Close")
+	}
+}
+
+func TestCloseEndsStreams(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cost = fixedCost(2*ms, 100_000)
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	resp := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a","max_tokens":30000,"stream":true}`)
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(br)
+	resp.Body.Close()
+	if !strings.Contains(string(rest), "server shutting down") {
+		t.Errorf("stream after Close ends with %q, want a shutdown error event", lastN(string(rest), 200))
+	}
+}
+
+func lastN(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
