@@ -11,27 +11,34 @@ const (
 
 // Calibrated efficiencies per hardware class. How they were chosen, and the
 // errors they give on measured and held-out points, is in docs/physics.md
-// (written by TestValidationDoc).
+// (its table is written by TestValidationDoc).
 var (
-	// Datacenter GPUs in vLLM / TensorRT-LLM. MBU and the overheads are
-	// fitted to Llama-3.1-8B BF16 on H100 (vLLM, 6.48 ms TPOT) and
-	// MPT-7B / Llama-2-70B on A100 (TensorRT-LLM); MFU prefill/decode are the
-	// inference-sim project's hardware_config.json values for H100 and A100.
+	// Datacenter GPUs in vLLM / TensorRT-LLM. MBU is set to 0.80 and the
+	// overheads (400 µs per step + 15 µs per layer) are fitted to Llama-3.1-8B
+	// on H100 in vLLM (TPOT 6.48 ms, measurements.md #2). The all-reduce
+	// latency (61 µs) is fitted with A100's effective all-reduce bandwidth and
+	// MFU prefill to MPT-7B TTFT on 1/2/4 A100s (TensorRT-LLM, #3). MFU
+	// decode is inference-sim's hardware_config.json value.
 	effDatacenter = Efficiency{
 		MBU: 0.80, MFUPrefill: 0.45, MFUDecode: 0.30,
-		StepOverhead: 500 * time.Microsecond, LayerOverhead: 10 * time.Microsecond,
-		AllReduceLatency: 30 * time.Microsecond,
+		StepOverhead: 400 * time.Microsecond, LayerOverhead: 15 * time.Microsecond,
+		AllReduceLatency: 61 * time.Microsecond,
 	}
-	// Consumer GPUs in llama.cpp (CUDA), fitted to RTX 5090 tg128 / pp512.
+	// Consumer GPUs in llama.cpp (CUDA): MBU and overhead fitted to the RTX
+	// 5090 and 4090 tg128 points (#8); MFU prefill is the 5090 pp512 rate
+	// against its BF16 peak (llama.cpp runs quantised prefill on integer
+	// tensor cores, so this is a fit, not a physical fraction).
 	effConsumer = Efficiency{
-		MBU: 0.83, MFUPrefill: 0.40, MFUDecode: 0.30,
-		StepOverhead: 300 * time.Microsecond, LayerOverhead: 10 * time.Microsecond,
-		AllReduceLatency: 50 * time.Microsecond,
+		MBU: 0.83, MFUPrefill: 0.48, MFUDecode: 0.30,
+		StepOverhead:     810 * time.Microsecond,
+		AllReduceLatency: 61 * time.Microsecond,
 	}
-	// Apple silicon in llama.cpp (Metal), fitted to M2 Ultra and M1 Max.
+	// Apple silicon in llama.cpp (Metal): MBU and overhead fitted to M1 Max
+	// F16 and Q4_0 (#10); the other Apple points are held out. No FLOPs
+	// figure is in the reference, so the MFUs are unused placeholders.
 	effApple = Efficiency{
-		MBU: 0.70, MFUPrefill: 0.40, MFUDecode: 0.30,
-		StepOverhead: 500 * time.Microsecond, LayerOverhead: 10 * time.Microsecond,
+		MBU: 0.877, MFUPrefill: 0.40, MFUDecode: 0.30,
+		StepOverhead: 1000 * time.Microsecond, LayerOverhead: 148 * time.Microsecond,
 	}
 	// CPU sockets in llama.cpp: dual EPYC reaches ~74% of peak bandwidth on a
 	// 70B F16 model (llama.cpp issue #11744).
@@ -55,13 +62,16 @@ func mfu(e Efficiency, prefill, decode float64) Efficiency {
 }
 
 // Peak figures are from shared reference hardware.md unless a comment says
-// otherwise. Interconnect figures are vendor link speeds per direction and
-// are not in the reference table: treat them as uncertain.
+// otherwise. Interconnect link speeds are not in the reference table: the
+// NVLink and Infinity Fabric entries hold an effective all-reduce bandwidth,
+// the link speed per direction scaled by the 44/300 that A100 reached in
+// TensorRT-LLM tensor-parallel prefill (#3); PCIe entries hold the link
+// speed. Treat all of them as uncertain.
 var builtinHardware = []Hardware{
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "h100-sxm", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 3.35 * tbps,
 		BF16FLOPS: 989.4 * tflops, FP8FLOPS: 1978.9 * tflops, // FP8 3957.8 is with sparsity
-		InterconnectBytesPerSec: 450 * gbps, // NVLink 4, 900 GB/s bidirectional (uncertain: not in reference)
+		InterconnectBytesPerSec: 66 * gbps, // effective: NVLink 4 (450 GB/s per direction) × the A100 all-reduce efficiency 44/300
 		Source:                  "NVIDIA H100 datasheet; MFU 0.45/0.30 from inference-sim hardware_config.json",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
@@ -73,43 +83,43 @@ var builtinHardware = []Hardware{
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "h200-sxm", MemoryBytes: 141 * gb, BandwidthBytesPerSec: 4.8 * tbps,
 		BF16FLOPS: 989 * tflops, FP8FLOPS: 1979 * tflops,
-		InterconnectBytesPerSec: 450 * gbps, // NVLink 4 (uncertain: not in reference)
+		InterconnectBytesPerSec: 66 * gbps, // effective: NVLink 4 × 44/300, as h100-sxm
 		Source:                  "NVIDIA H200 (same compute as H100); MFU as H100",
 	}),
-	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.38, 0.18), Hardware{
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.50, 0.18), Hardware{
 		Name: "a100-80gb", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 2.039 * tbps,
 		BF16FLOPS:               312 * tflops,
-		InterconnectBytesPerSec: 300 * gbps, // NVLink 3, 600 GB/s bidirectional (uncertain: not in reference)
+		InterconnectBytesPerSec: 44 * gbps, // effective all-reduce bandwidth (calibrated); NVLink 3 is 600 GB/s bidirectional
 		Source:                  "NVIDIA A100 datasheet; GenZ system_configs.py; MFU 0.38/0.18 from inference-sim",
 	}),
-	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.38, 0.18), Hardware{
+	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.50, 0.18), Hardware{
 		Name: "a100-40gb", MemoryBytes: 40 * gb, BandwidthBytesPerSec: 1.555 * tbps,
 		BF16FLOPS:               312 * tflops,
-		InterconnectBytesPerSec: 300 * gbps, // NVLink 3 (uncertain: not in reference)
+		InterconnectBytesPerSec: 44 * gbps, // effective all-reduce bandwidth (calibrated); NVLink 3 is 600 GB/s bidirectional
 		Source:                  "NVIDIA A100 datasheet (via glennklockwood.com); llm-analysis a100-sxm-40gb.json; MFU from inference-sim",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "b200", MemoryBytes: 180 * gb, BandwidthBytesPerSec: 7.7 * tbps, // uncertain: sources say 180–192 GB, 7.7–8.0 TB/s; lower figures taken
 		BF16FLOPS: 2250 * tflops, FP8FLOPS: 4500 * tflops,
-		InterconnectBytesPerSec: 900 * gbps, // NVLink 5, 1.8 TB/s bidirectional (uncertain: not in reference)
+		InterconnectBytesPerSec: 132 * gbps, // effective: NVLink 5 (900 GB/s per direction) × 44/300; uncertain
 		Source:                  "reference hardware.md (sources disagree on memory and bandwidth: uncertain); efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "gb200", MemoryBytes: 186 * gb, BandwidthBytesPerSec: 8.0 * tbps, // memory ~186–192 GB: uncertain
 		BF16FLOPS: 2500 * tflops, FP8FLOPS: 5000 * tflops,
-		InterconnectBytesPerSec: 900 * gbps, // NVLink 5 (uncertain: not in reference)
+		InterconnectBytesPerSec: 132 * gbps, // effective: NVLink 5 × 44/300; uncertain
 		Source:                  "reference hardware.md, per GPU (memory uncertain); sustained 7.35 TB/s = 92% of peak measured (Azure ND GB200 v6)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "mi300x", MemoryBytes: 192 * gb, BandwidthBytesPerSec: 5.3 * tbps,
 		BF16FLOPS: 1307.4 * tflops, FP8FLOPS: 2614.9 * tflops,
-		InterconnectBytesPerSec: 448 * gbps, // Infinity Fabric, 7 links × 64 GB/s (uncertain: not in reference)
+		InterconnectBytesPerSec: 66 * gbps, // effective: Infinity Fabric (7 × 64 GB/s) × 44/300; uncertain
 		Source:                  "AMD datasheet (via GenZ); efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "mi325x", MemoryBytes: 256 * gb, BandwidthBytesPerSec: 6.0 * tbps,
 		BF16FLOPS: 1307.4 * tflops, FP8FLOPS: 2614.9 * tflops,
-		InterconnectBytesPerSec: 448 * gbps, // Infinity Fabric (uncertain: not in reference)
+		InterconnectBytesPerSec: 66 * gbps, // effective, as mi300x; uncertain
 		Source:                  "AMD; efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.32, 0.08), Hardware{
