@@ -2,17 +2,136 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tokbench/tokbench/physics"
+	"github.com/tokbench/tokbench/sim"
 )
 
-// newServeCmd is a placeholder until the command lands.
+// simFlags are the simulator settings shared by serve and simulate.
+type simFlags struct {
+	model, quant, hardware string
+	gpus                   int
+	maxBatch, maxTokens    int
+	seed                   uint64
+	meanOutput             int
+	specDraft              int
+	specAccept, specCost   float64
+}
+
+func (f *simFlags) register(fs *pflag.FlagSet) {
+	d := sim.DefaultConfig()
+	fs.StringVar(&f.model, "model", d.Model, "model from the physics catalog")
+	fs.StringVar(&f.quant, "quant", d.Quant, "weight precision: bf16, fp8, int8, int4, …")
+	fs.StringVar(&f.hardware, "hardware", d.Hardware, "accelerator from the physics catalog")
+	fs.IntVar(&f.gpus, "gpus", d.GPUs, "GPUs (tensor parallelism)")
+	fs.IntVar(&f.maxBatch, "max-batch", d.Engine.MaxNumSeqs, "most sequences in a batch (vLLM max-num-seqs)")
+	fs.IntVar(&f.maxTokens, "max-batched-tokens", d.Engine.MaxBatchedTokens, "token budget per engine step (chunked prefill)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed for every random draw")
+	fs.IntVar(&f.meanOutput, "mean-output-tokens", 0, "mean of the geometric EOS draw; 0 runs every request to its max tokens")
+	fs.IntVar(&f.specDraft, "spec-draft-tokens", 0, "speculative decoding draft length k (0 disables)")
+	fs.Float64Var(&f.specAccept, "spec-acceptance", 0.7, "speculative decoding per-token acceptance rate")
+	fs.Float64Var(&f.specCost, "spec-draft-cost", 0.05, "draft step cost relative to a target decode step")
+}
+
+// config validates the flags and builds the simulator configuration.
+func (f *simFlags) config() (sim.Config, error) {
+	cfg := sim.DefaultConfig()
+	switch {
+	case f.gpus < 1:
+		return cfg, usagef("--gpus: must be at least 1, got %d", f.gpus)
+	case f.maxBatch < 1:
+		return cfg, usagef("--max-batch: must be at least 1, got %d", f.maxBatch)
+	case f.maxTokens < 1:
+		return cfg, usagef("--max-batched-tokens: must be at least 1, got %d", f.maxTokens)
+	case f.meanOutput < 0:
+		return cfg, usagef("--mean-output-tokens: must be 0 or more, got %d", f.meanOutput)
+	case f.specDraft < 0:
+		return cfg, usagef("--spec-draft-tokens: must be 0 or more, got %d", f.specDraft)
+	case f.specAccept < 0 || f.specAccept > 1 || math.IsNaN(f.specAccept):
+		return cfg, usagef("--spec-acceptance: must be between 0 and 1, got %v", f.specAccept)
+	case f.specCost < 0 || math.IsNaN(f.specCost):
+		return cfg, usagef("--spec-draft-cost: must be 0 or more, got %v", f.specCost)
+	}
+	cfg.Model, cfg.Quant, cfg.Hardware, cfg.GPUs = f.model, f.quant, f.hardware, f.gpus
+	cfg.Engine = sim.EngineConfig{
+		MaxNumSeqs: f.maxBatch, MaxBatchedTokens: f.maxTokens, Seed: f.seed,
+		MeanOutputTokens: f.meanOutput,
+	}
+	if f.specDraft > 0 {
+		cfg.Engine.Spec = sim.Spec{DraftTokens: f.specDraft, Acceptance: f.specAccept, DraftCostRatio: f.specCost}
+	}
+	cost, err := sim.DeploymentCost(f.model, f.quant, f.hardware, f.gpus)
+	if err != nil {
+		var ue *physics.UnknownError
+		if errors.As(err, &ue) {
+			flag := map[string]string{"model": "--model", "precision": "--quant", "hardware": "--hardware"}[ue.Kind]
+			if flag != "" {
+				return cfg, usagef("%s: %v", flag, ue)
+			}
+		}
+		return cfg, usagef("%v", err)
+	}
+	if cost.KVCapacityTokens() < 2 {
+		return cfg, usagef("--model %s in %s does not fit on %d× %s (raise --gpus or lower --quant)",
+			f.model, f.quant, f.gpus, f.hardware)
+	}
+	cfg.Cost = cost
+	return cfg, nil
+}
+
+func (f *simFlags) preset() string {
+	return fmt.Sprintf("%s %s on %d× %s", f.model, f.quant, f.gpus, f.hardware)
+}
+
 func newServeCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "serve",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("serve: not built yet")
+	var (
+		f    simFlags
+		addr string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the simulated OpenAI-compatible inference server",
+		Long: `serve runs the simulated inference engine behind an OpenAI-compatible API
+(/v1/chat/completions, /v1/completions, /v1/models, /metrics, /health) until
+interrupted. Token timing follows the physics of the chosen model, precision
+and hardware; see docs/simulator.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			srv, err := sim.NewServer(cfg)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			ctx := cmd.Context()
+			url, err := srv.Start(ctx, addr)
+			if err != nil {
+				srv.Close()
+				return usagef("--addr: %v", err)
+			}
+			c := srv.Config()
+			fmt.Fprintf(env.Stderr, "tokbench serve: simulated %s (KV cache %d tokens, batch ≤ %d, %d tokens/step)\n",
+				f.preset(), srv.KVCapacityTokens(), c.Engine.MaxNumSeqs, c.Engine.MaxBatchedTokens)
+			if c.Engine.Spec.Enabled() {
+				fmt.Fprintf(env.Stderr, "tokbench serve: speculative decoding k=%d a=%.2f (%.2f tokens/step)\n",
+					c.Engine.Spec.DraftTokens, c.Engine.Spec.Acceptance, c.Engine.Spec.ExpectedTokens())
+			}
+			fmt.Fprintf(env.Stderr, "tokbench serve: OpenAI base URL %s (model %q); Ctrl-C stops\n", url, c.ServedModel)
+			<-ctx.Done()
+			if err := srv.Close(); err != nil {
+				return err
+			}
+			return nil
 		},
 	}
+	f.register(cmd.Flags())
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address (loopback by default)")
+	return cmd
 }
