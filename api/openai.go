@@ -216,4 +216,3 @@ func RedactURL(raw string) string {
 	u.Fragment = ""
 	return u.String()
 }
-

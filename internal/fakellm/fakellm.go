@@ -1,0 +1,257 @@
+// Package fakellm is an OpenAI-compatible streaming server for tests whose
+// timing and token counts are known exactly: it sends the first token at
+// TTFT after the request arrived and each later chunk at a fixed gap,
+// scheduled against the arrival instant so that sleeps never accumulate
+// drift. Every emitted token is one word that is a single token under
+// cl100k_base and o200k_base, so a local count of the text is exact too.
+//
+// Faults (malformed JSON, an error object, a dropped connection, an HTTP
+// status) are scripted per request.
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Words are emitted in turn; each is one token (with its leading space)
+// under cl100k_base and o200k_base.
+var Words = []string{" the", " time", " water", " people", " world", " house", " light", " music"}
+
+// Script is how the server answers.
+type Script struct {
+	TTFT        time.Duration // request arrival → first token chunk
+	Gap         time.Duration // between token chunks
+	Tokens      int           // output tokens of a full answer
+	PerChunk    int           // tokens per chunk (default 1)
+	Reasoning   int           // the first Reasoning tokens go out as reasoning_content
+	Usage       bool          // send usage (only when the client asks for it)
+	UsageInline bool          // put usage in the finish chunk (llama.cpp) instead of a separate chunk
+	RoleChunk   bool          // a role-only first chunk, as vLLM sends
+	CRLF        bool          // end lines with \r\n
+	KeepAlive   bool          // ": keep-alive" comments between chunks
+	EmptyDeltas bool          // an empty-content chunk between token chunks
+	Completions bool          // answer in /v1/completions format ("text")
+
+	// Fault, when set, is chosen per request number (0-based, in arrival order).
+	Fault func(n int) Fault
+}
+
+// Fault is a scripted failure.
+type Fault struct {
+	Status    int // answer with this HTTP status and an error body
+	Malformed int // after this many token chunks, send invalid JSON (0: never)
+	ErrorAt   int // after this many token chunks, send an error object
+	DropAt    int // after this many token chunks, cut the connection
+}
+
+// Server is a running fake.
+type Server struct {
+	*httptest.Server
+	script   Script
+	requests atomic.Int64
+
+	mu      sync.Mutex
+	bodies  []map[string]any
+	streams []*Stream
+}
+
+// Stream is what the server actually did for one request: when it arrived
+// and when each token-carrying chunk was flushed to the connection. These
+// instants, not the script, are the truth a client is measured against.
+type Stream struct {
+	Arrived time.Time
+	// Flushes are the instants just before each token chunk was written.
+	Flushes []time.Time
+	Tokens  []int
+}
+
+// Streams returns the completed and in-progress streams so far.
+func (f *Server) Streams() []Stream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Stream, len(f.streams))
+	for i, s := range f.streams {
+		out[i] = Stream{Arrived: s.Arrived, Flushes: append([]time.Time(nil), s.Flushes...), Tokens: append([]int(nil), s.Tokens...)}
+	}
+	return out
+}
+
+// New starts a fake on loopback.
+func New(s Script) *Server {
+	if s.PerChunk <= 0 {
+		s.PerChunk = 1
+	}
+	f := &Server{script: s}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.handle))
+	return f
+}
+
+// Bodies returns the JSON bodies received so far.
+func (f *Server) Bodies() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.bodies...)
+}
+
+// Text is the full answer text of the script (reasoning and answer).
+func (s Script) Text() string {
+	var b strings.Builder
+	for i := 0; i < s.Tokens; i++ {
+		b.WriteString(Words[i%len(Words)])
+	}
+	return b.String()
+}
+
+func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+		return
+	}
+	n := int(f.requests.Add(1)) - 1
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	st := &Stream{Arrived: arrived}
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	f.streams = append(f.streams, st)
+	f.mu.Unlock()
+	flushed := func(at time.Time, tokens int) {
+		f.mu.Lock()
+		st.Flushes = append(st.Flushes, at)
+		st.Tokens = append(st.Tokens, tokens)
+		f.mu.Unlock()
+	}
+	s := f.script
+	var fault Fault
+	if s.Fault != nil {
+		fault = s.Fault(n)
+	}
+	if fault.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(fault.Status)
+		fmt.Fprintf(w, `{"error":{"message":"scripted failure %d","type":"test"}}`, fault.Status)
+		return
+	}
+	wantUsage := false
+	if so, ok := body["stream_options"].(map[string]any); ok {
+		wantUsage, _ = so["include_usage"].(bool)
+	}
+	wantUsage = wantUsage && s.Usage
+	eol := "\n"
+	if s.CRLF {
+		eol = "\r\n"
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	send := func(data string) {
+		fmt.Fprintf(w, "data: %s%s%s", data, eol, eol)
+		fl.Flush()
+	}
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, 7, s.Tokens, 7+s.Tokens)
+	chunk := func(content, reasoning, finish, usageJSON string) string {
+		fin := "null"
+		if finish != "" {
+			fin = `"` + finish + `"`
+		}
+		u := ""
+		if usageJSON != "" {
+			u = `,"usage":` + usageJSON
+		}
+		if s.Completions {
+			return fmt.Sprintf(`{"id":"x","object":"text_completion","choices":[{"index":0,"text":%q,"finish_reason":%s}]%s}`, content, fin, u)
+		}
+		delta := `{}`
+		switch {
+		case reasoning != "":
+			delta = fmt.Sprintf(`{"reasoning_content":%q}`, reasoning)
+		case content != "" || finish == "":
+			delta = fmt.Sprintf(`{"content":%q}`, content)
+		}
+		return fmt.Sprintf(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":%s,"finish_reason":%s}]%s}`, delta, fin, u)
+	}
+	if s.RoleChunk && !s.Completions {
+		send(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
+	}
+	tok := 0
+	for c := 0; tok < s.Tokens; c++ {
+		due := arrived.Add(s.TTFT + time.Duration(c)*s.Gap)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		if r.Context().Err() != nil {
+			return
+		}
+		switch {
+		case fault.Malformed > 0 && c == fault.Malformed:
+			send(`{"choices":[{"delta":{"content":"oops"`)
+			return
+		case fault.ErrorAt > 0 && c == fault.ErrorAt:
+			send(`{"error":{"message":"scripted mid-stream error","type":"server_error"}}`)
+			return
+		case fault.DropAt > 0 && c == fault.DropAt:
+			hj, ok := w.(http.Hijacker)
+			if ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.(*net.TCPConn).SetLinger(0)
+					conn.Close()
+				}
+			}
+			return
+		}
+		var text, reasoning strings.Builder
+		before := tok
+		for k := 0; k < s.PerChunk && tok < s.Tokens; k++ {
+			word := Words[tok%len(Words)]
+			if tok < s.Reasoning {
+				reasoning.WriteString(word)
+			} else {
+				text.WriteString(word)
+			}
+			tok++
+		}
+		// A chunk never mixes reasoning and answer in this fake: a chunk
+		// that straddles the boundary goes out as two events, one flush.
+		var ev strings.Builder
+		nr, nt := reasoning.Len(), text.Len()
+		if nr > 0 {
+			fmt.Fprintf(&ev, "data: %s%s%s", chunk("", reasoning.String(), "", ""), eol, eol)
+		}
+		if nt > 0 || nr == 0 {
+			fmt.Fprintf(&ev, "data: %s%s%s", chunk(text.String(), "", "", ""), eol, eol)
+		}
+		at := time.Now() // the instant the bytes start on their way
+		fmt.Fprint(w, ev.String())
+		fl.Flush()
+		flushed(at, tok-before)
+		if s.KeepAlive {
+			fmt.Fprintf(w, ": keep-alive%s%s", eol, eol)
+			fl.Flush()
+		}
+		if s.EmptyDeltas {
+			send(chunk("", "", "", ""))
+		}
+	}
+	if wantUsage && s.UsageInline {
+		send(chunk("", "", "length", usage))
+	} else {
+		send(chunk("", "", "length", ""))
+		if wantUsage {
+			send(`{"id":"x","object":"chat.completion.chunk","choices":[],"usage":` + usage + `}`)
+		}
+	}
+	send("[DONE]")
+}

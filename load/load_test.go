@@ -1,0 +1,241 @@
+package load
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fixedSource struct{ maxTokens int }
+
+func (s fixedSource) Request(i int) (*api.Request, int) {
+	return &api.Request{Model: "fake-model", MaxTokens: s.maxTokens,
+		Messages: []api.Message{{Role: "user", Content: "hello there"}}}, 2
+}
+
+func run(t *testing.T, script fakellm.Script, conc, requests int, chat bool) (Result, *fakellm.Server) {
+	t.Helper()
+	srv := fakellm.New(script)
+	t.Cleanup(srv.Close)
+	tok, err := tokenize.Get("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 1000}
+	t.Cleanup(tr.CloseIdleConnections)
+	r := &Runner{
+		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: api.OpenAI{Chat: chat}, BaseURL: srv.URL + "/v1"},
+		Tokenizer: tok, Timeout: 10 * time.Second,
+	}
+	var sunk int
+	r.Sink = func(metrics.Record) { sunk++ }
+	res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: conc}, Requests: requests}, fixedSource{maxTokens: script.Tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sunk != requests || len(res.Records) != requests {
+		t.Fatalf("sink got %d records, result %d, want %d", sunk, len(res.Records), requests)
+	}
+	return res, srv
+}
+
+func within(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %.3f, want %.3f ± %.3f", what, got, want, tol)
+	}
+}
+
+// TestTimingMatchesKnownServer is the core promise: against a server whose
+// token instants are known, TTFT p50 is within 2 ms and decode TPS p50
+// within 2% of the truth, and token totals are exact, with and without
+// usage, one or several tokens per chunk, at concurrency 1 and 32.
+func TestTimingMatchesKnownServer(t *testing.T) {
+	const ttft, gap, tokens = 40 * time.Millisecond, 8 * time.Millisecond, 40
+	cases := []struct {
+		name     string
+		script   fakellm.Script
+		chat     bool
+		conc     int
+		requests int
+	}{
+		{"c1 usage 1/chunk", fakellm.Script{Usage: true, RoleChunk: true}, true, 1, 6},
+		{"c1 no usage 1/chunk", fakellm.Script{}, true, 1, 6},
+		{"c1 usage 3/chunk", fakellm.Script{Usage: true, PerChunk: 3}, true, 1, 6},
+		{"c1 no usage 4/chunk completions", fakellm.Script{PerChunk: 4, Completions: true}, false, 1, 6},
+		{"c32 usage 1/chunk", fakellm.Script{Usage: true, RoleChunk: true}, true, 32, 64},
+		{"c32 no usage 3/chunk", fakellm.Script{PerChunk: 3}, true, 32, 64},
+		{"c32 crlf keepalive empty deltas inline usage", fakellm.Script{Usage: true, UsageInline: true, CRLF: true, KeepAlive: true, EmptyDeltas: true}, true, 32, 64},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.script
+			s.TTFT, s.Gap, s.Tokens = ttft, gap, tokens
+			res, srv := run(t, s, c.conc, c.requests, c.chat)
+			lv := res.Level
+			if lv.Requests.Completed != c.requests {
+				t.Fatalf("completed %d of %d: %v", lv.Requests.Completed, c.requests, lv.Requests.Errors)
+			}
+			if lv.OutputTokens != tokens*c.requests {
+				t.Errorf("output tokens = %d, want %d", lv.OutputTokens, tokens*c.requests)
+			}
+			wantSource := metrics.SourceTokenizer
+			if s.Usage {
+				wantSource = metrics.SourceUsage
+			}
+			if lv.TokenSource != wantSource {
+				t.Errorf("token source = %q, want %q", lv.TokenSource, wantSource)
+			}
+			per := max(s.PerChunk, 1)
+			chunks := (tokens + per - 1) / per
+			// The truth is what the server actually did: the instants it
+			// flushed each chunk (in this process, on the same clock).
+			truth := matchStreams(t, res.Records, srv.Streams())
+			var ttftErr, tpsErr []float64
+			for i, r := range res.Records {
+				st := truth[i]
+				trueTTFT := ms(st.Flushes[0].Sub(r.Start))
+				trueTPS := float64(tokens-1) / st.Flushes[len(st.Flushes)-1].Sub(st.Flushes[0]).Seconds()
+				got, _ := r.DecodeTPS()
+				ttftErr = append(ttftErr, r.TTFTMs-trueTTFT)
+				tpsErr = append(tpsErr, (got-trueTPS)/trueTPS)
+			}
+			if e := metrics.Describe(ttftErr); e.P50 < 0 || e.P50 > 2 {
+				t.Errorf("TTFT error vs the server's flush: p50 %.3f ms (p99 %.3f), want within 2 ms", e.P50, e.P99)
+			}
+			if e := metrics.Describe(tpsErr); math.Abs(e.P50) > 0.02 {
+				t.Errorf("decode TPS error vs the server's flushes: p50 %.2f%%, want within 2%%", 100*e.P50)
+			}
+			// Against the script: nothing can arrive before the server's
+			// schedule allows (the server itself may run late on a busy machine).
+			if lv.TTFT.Min < 40 {
+				t.Errorf("TTFT min %.3f ms is earlier than the server's first token at 40 ms", lv.TTFT.Min)
+			}
+			if lv.TTFVT.P50 != lv.TTFT.P50 {
+				t.Errorf("TTFVT p50 %.3f differs from TTFT p50 %.3f without reasoning", lv.TTFVT.P50, lv.TTFT.P50)
+			}
+			// ITL: a chunk of k tokens after a gap g counts as k gaps of g/k.
+			within(t, "ITL p50 ms", lv.ITL.P50, float64(gap)/1e6/float64(per), 1)
+			if want := tokens - min(per, tokens); lv.ITL.Count != want*c.requests {
+				t.Errorf("ITL count = %d, want %d", lv.ITL.Count, want*c.requests)
+			}
+			within(t, "tokens per chunk p50", lv.TokensPerChunk.P50, float64(per), 0)
+			for _, r := range res.Records {
+				sum := 0
+				for _, k := range r.ChunkTokens {
+					sum += k
+				}
+				if sum != r.OutputTokens || len(r.ChunkMs) != chunks {
+					t.Fatalf("record %d: %d chunks carrying %d tokens, want %d chunks carrying %d", r.ID, len(r.ChunkMs), sum, chunks, r.OutputTokens)
+				}
+			}
+		})
+	}
+}
+
+func TestReasoningCountsAsOutputAndTTFVT(t *testing.T) {
+	const gap = 5 * time.Millisecond
+	for _, usage := range []bool{true, false} {
+		s := fakellm.Script{TTFT: 30 * time.Millisecond, Gap: gap, Tokens: 12, Reasoning: 4, Usage: usage}
+		res, srv := run(t, s, 2, 4, true)
+		lv := res.Level
+		if lv.Requests.Completed != 4 || lv.OutputTokens != 48 {
+			t.Fatalf("usage=%v: completed %d, output tokens %d, want 4 and 48", usage, lv.Requests.Completed, lv.OutputTokens)
+		}
+		truth := matchStreams(t, res.Records, srv.Streams())
+		for i, r := range res.Records {
+			if r.ReasoningTokens != 4 {
+				t.Errorf("usage=%v: reasoning tokens = %d, want 4", usage, r.ReasoningTokens)
+			}
+			// TTFT is the first reasoning token; the first visible token
+			// is the fifth chunk the server flushed.
+			within(t, "TTFT ms", r.TTFTMs, ms(truth[i].Flushes[0].Sub(r.Start)), 2)
+			within(t, "TTFVT ms", r.TTFVTMs, ms(truth[i].Flushes[4].Sub(r.Start)), 2)
+		}
+	}
+}
+
+func TestFaultsAreClassifiedAndOthersCarryOn(t *testing.T) {
+	s := fakellm.Script{TTFT: 10 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 10, Usage: true,
+		Fault: func(n int) fakellm.Fault {
+			switch n {
+			case 1:
+				return fakellm.Fault{Malformed: 3}
+			case 3:
+				return fakellm.Fault{ErrorAt: 2}
+			case 5:
+				return fakellm.Fault{DropAt: 4}
+			case 7:
+				return fakellm.Fault{Status: 429}
+			case 8:
+				return fakellm.Fault{Status: 503}
+			}
+			return fakellm.Fault{}
+		}}
+	res, _ := run(t, s, 1, 12, true)
+	lv := res.Level
+	want := map[string]int{"malformed_stream": 1, "stream_error": 1, "connection_dropped": 1, "http_429": 1, "http_503": 1}
+	for k, v := range want {
+		if lv.Requests.Errors[k] != v {
+			t.Errorf("errors[%s] = %d, want %d (all: %v)", k, lv.Requests.Errors[k], v, lv.Requests.Errors)
+		}
+	}
+	if lv.Requests.Failed != 5 || lv.Requests.Completed != 7 {
+		t.Errorf("failed %d completed %d, want 5 and 7", lv.Requests.Failed, lv.Requests.Completed)
+	}
+	if lv.OutputTokens != 70 || lv.TTFT.Count != 7 {
+		t.Errorf("output tokens %d over %d TTFTs, want 70 over 7: failures leaked into statistics", lv.OutputTokens, lv.TTFT.Count)
+	}
+	for _, r := range res.Records {
+		if r.ErrorClass == "http_429" {
+			if r.HTTPStatus != 429 || r.Error == "" {
+				t.Errorf("429 record lacks status or message: %+v", r)
+			}
+		}
+	}
+}
+
+// matchStreams pairs each record with the server stream it measured: the
+// one whose flush instants its chunk arrivals follow most closely.
+func matchStreams(t *testing.T, recs []metrics.Record, streams []fakellm.Stream) []fakellm.Stream {
+	t.Helper()
+	used := make([]bool, len(streams))
+	out := make([]fakellm.Stream, len(recs))
+	for i, r := range recs {
+		best, bestCost := -1, math.Inf(1)
+		for j, st := range streams {
+			if used[j] || len(st.Flushes) != len(r.ChunkMs) {
+				continue
+			}
+			cost := 0.0
+			for k, f := range st.Flushes {
+				got := r.Start.Add(time.Duration(r.ChunkMs[k] * 1e6))
+				d := got.Sub(f).Seconds()
+				if d < 0 {
+					d = 1 - d // arriving before the flush is impossible
+				}
+				cost = max(cost, d)
+			}
+			if cost < bestCost {
+				best, bestCost = j, cost
+			}
+		}
+		if best < 0 {
+			t.Fatalf("record %d: no server stream with %d chunks", r.ID, len(r.ChunkMs))
+		}
+		used[best] = true
+		out[i] = streams[best]
+	}
+	return out
+}
