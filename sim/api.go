@@ -277,7 +277,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *stream, enc 
 				return
 			}
 			if s.cfg.onFlush != nil && len(chunks) > 0 {
-				s.cfg.onFlush(time.Since(s.base.Add(chunks[len(chunks)-1].at)))
+				s.cfg.onFlush(time.Since(s.base.Add(chunks[len(chunks)-1].at)), chunks[0].first)
 			}
 		}
 		if done {
