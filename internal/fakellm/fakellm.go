@@ -59,6 +59,7 @@ type Server struct {
 	requests atomic.Int64
 
 	mu      sync.Mutex
+	header  http.Header
 	bodies  []map[string]any
 	streams []*Stream
 }
@@ -101,6 +102,13 @@ func (f *Server) Bodies() []map[string]any {
 	return append([]map[string]any(nil), f.bodies...)
 }
 
+// LastHeader returns a header of the last generation request.
+func (f *Server) LastHeader(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.header.Get(name)
+}
+
 // Text is the full answer text of the script (reasoning and answer).
 func (s Script) Text() string {
 	var b strings.Builder
@@ -124,6 +132,7 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &Stream{Arrived: arrived}
 	f.mu.Lock()
+	f.header = r.Header.Clone()
 	f.bodies = append(f.bodies, body)
 	f.streams = append(f.streams, st)
 	f.mu.Unlock()
