@@ -1,18 +1,136 @@
 package cli
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/sim"
 )
 
-// newSimulateCmd is a placeholder until the command lands.
 func newSimulateCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "simulate",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("simulate: not built yet")
+	var (
+		f                       simFlags
+		concurrency, format     string
+		requests, input, output int
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Compute a concurrency curve on the simulated engine in virtual time",
+		Long: `simulate runs closed-loop users (each sends its next request the moment
+the previous one finishes) through the simulated engine in virtual time: no
+server, no sleeping, a whole curve in well under a second. The numbers come
+from the same metrics code as bench; see docs/simulator.md for the model.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			users, err := parseIntList("--concurrency", concurrency, 1)
+			if err != nil {
+				return err
+			}
+			switch {
+			case requests < 0:
+				return usagef("--requests: must be positive, got %d", requests)
+			case input < 1:
+				return usagef("--input-tokens: must be at least 1, got %d", input)
+			case output < 1:
+				return usagef("--output-tokens: must be at least 1, got %d", output)
+			case input+output > cfg.Cost.KVCapacityTokens():
+				return usagef("--input-tokens + --output-tokens: %d tokens do not fit in the KV cache (%d tokens)",
+					input+output, cfg.Cost.KVCapacityTokens())
+			case format != "table" && format != "json":
+				return usagef("--format: unknown %q (known: table, json)", format)
+			}
+			sum := metrics.Summary{
+				Schema: metrics.Schema,
+				Target: metrics.Target{URL: "virtual", API: "sim", Model: f.model, Simulated: true},
+			}
+			for i, c := range users {
+				n := requests
+				if n == 0 {
+					n = max(4*c, 16)
+				}
+				traces, err := sim.RunClosedLoop(cmd.Context(), cfg.Engine, cfg.Cost, sim.ClosedLoop{
+					Users: c, Requests: n, PromptTokens: input, MaxTokens: output,
+				})
+				if err != nil {
+					return err
+				}
+				load := metrics.Load{Mode: "concurrency", Concurrency: c}
+				sum.Levels = append(sum.Levels, metrics.Summarize(load, traceRecords(i, traces), 0))
+			}
+			if format == "json" {
+				return writeSimJSON(env, sum, &f, input, output)
+			}
+			fmt.Fprintf(env.Stdout, "simulated %s, %d in / %d out tokens, virtual time\n", f.preset(), input, output)
+			return report.Table(env.Stdout, sum)
 		},
 	}
+	f.register(cmd.Flags())
+	fl := cmd.Flags()
+	fl.StringVar(&concurrency, "concurrency", "1,4,16", "comma list of concurrent users, one level each")
+	fl.IntVar(&requests, "requests", 0, "requests per level (default max(4×concurrency, 16))")
+	fl.IntVar(&input, "input-tokens", 512, "prompt length in tokens")
+	fl.IntVar(&output, "output-tokens", 128, "max tokens of each request")
+	fl.StringVar(&format, "format", "table", "stdout format: table, json")
+	return cmd
+}
+
+// traceRecords turns engine traces into the records a real run produces:
+// times are milliseconds from each request's arrival (its t0), and token
+// counts are exact, as a server's usage report would give them.
+func traceRecords(level int, traces []sim.Trace) []metrics.Record {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	recs := make([]metrics.Record, len(traces))
+	for i, t := range traces {
+		r := metrics.Record{
+			ID: int(t.ID), Level: level, OffsetMs: ms(t.Arrival),
+			OK: len(t.ChunkAt) > 0, FinishReason: t.Finish.String(),
+			InputTokens: t.PromptTokens, InputTokensRequested: t.PromptTokens,
+			OutputTokens: t.OutputTokens, TokenSource: metrics.SourceUsage,
+			ChunkMs: make([]float64, len(t.ChunkAt)), ChunkTokens: t.ChunkTokens,
+		}
+		for j, at := range t.ChunkAt {
+			r.ChunkMs[j] = ms(at - t.Arrival)
+		}
+		if r.OK {
+			r.TTFTMs = r.ChunkMs[0]
+			r.TTFVTMs = r.TTFTMs
+			r.E2EMs = r.ChunkMs[len(r.ChunkMs)-1]
+			r.DoneMs = r.E2EMs
+		} else {
+			r.ErrorClass = "not_run"
+		}
+		recs[i] = r
+	}
+	return recs
+}
+
+// writeSimJSON writes the summary with the simulated deployment in target.
+func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) error {
+	type target struct {
+		metrics.Target
+		Hardware     string `json:"hardware"`
+		Quant        string `json:"quant"`
+		GPUs         int    `json:"gpus"`
+		InputTokens  int    `json:"input_tokens"`
+		OutputTokens int    `json:"output_tokens"`
+		Clock        string `json:"clock"`
+	}
+	out := struct {
+		Schema      string          `json:"schema"`
+		Target      target          `json:"target"`
+		Interrupted bool            `json:"interrupted"`
+		Levels      []metrics.Level `json:"levels"`
+	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, input, output, "virtual"}, false, s.Levels}
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
