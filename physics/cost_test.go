@@ -210,3 +210,27 @@ func TestLookupUnknownListsKnown(t *testing.T) {
 		t.Errorf("LookupHardware is case sensitive: %v", err)
 	}
 }
+
+func TestTensorParallel(t *testing.T) {
+	// DeepSeek-V3 FP8 on 8× H200: MLA's latent is replicated on every GPU.
+	d := mustDeploy(t, "deepseek-v3", "fp8", "h200-sxm", 8)
+	perToken := 61.0 * (512 + 64) * 2 // bf16 KV
+	want := int((8*141e9*0.9 - 671e9) / (perToken * 8))
+	if got := d.KVCapacityTokens(); got != want {
+		t.Errorf("deepseek-v3 TP8 KVCapacityTokens = %d, want %d", got, want)
+	}
+	// All-reduce: 2 per layer, each latency + 2(g−1)/g × tokens × hidden × 2 bytes ÷ link.
+	h := Hardware{Name: "toy", BandwidthBytesPerSec: 1e12, MBU: 1, AllReduceLatency: 10 * time.Microsecond, InterconnectBytesPerSec: 100e9}
+	bf16, _ := LookupPrecision("bf16")
+	m := Model{Name: "toy", TotalParams: 1e9, Layers: 10, Hidden: 1000, Heads: 10, KVHeads: 10, HeadDim: 100}
+	tp := Deployment{Model: m, Weights: bf16, KVCache: bf16, Hardware: h, GPUs: 4}
+	c := tp.StepCost(Step{DecodeSeqs: 100, KVTokens: 0})
+	// message 100·1000·2 = 200 kB; 1.5 × 200 kB / 100 GB/s = 3 µs; (10 + 3) µs × 20.
+	if want := 260 * time.Microsecond; c.AllReduce != want {
+		t.Errorf("all-reduce = %v, want %v", c.AllReduce, want)
+	}
+	// Memory splits over 4 GPUs: 2e9 bytes / 4e12 B/s = 0.5 ms.
+	if want := 500 * time.Microsecond; c.Memory != want {
+		t.Errorf("TP4 memory term = %v, want %v", c.Memory, want)
+	}
+}
