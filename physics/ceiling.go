@@ -48,7 +48,7 @@ type Ceiling struct {
 
 	PromptTokens    int
 	PrefillFloor    time.Duration // PromptTokens alone, roofline; 0 with no prompt or no FLOPs figure
-	PrefillExpected time.Duration // calibrated step time of the prompt alone
+	PrefillExpected time.Duration // calibrated step time of the prompt alone; 0 likewise
 
 	deployment Deployment
 }
@@ -115,10 +115,10 @@ func (d Deployment) Ceiling(w Workload) Ceiling {
 
 	if w.PromptTokens > 0 {
 		prefill := Step{PrefillTokens: w.PromptTokens, PrefillContextTokens: w.PromptTokens}
-		if d.peakFLOPS() > 0 {
+		if d.peakFLOPS() > 0 { // without a FLOPs figure prefill time is unknown
 			c.PrefillFloor = ideal.StepTime(prefill)
+			c.PrefillExpected = d.StepTime(prefill)
 		}
-		c.PrefillExpected = d.StepTime(prefill)
 	}
 	return c
 }

@@ -330,11 +330,11 @@ func writeCeilingTable(w io.Writer, o ceilingJSON) error {
 		row("compute overtakes memory", fmt.Sprintf("never at %d tokens of context: each stream's KV reads take longer than its FLOPs", o.ContextTokens))
 	}
 	if o.PromptTokens > 0 {
-		floor := "unknown (no FLOPs figure)"
-		if o.PrefillFloorMs > 0 {
-			floor = fmt.Sprintf("≥ %.1f ms", o.PrefillFloorMs)
+		prefill := "unknown (no FLOPs figure)"
+		if o.flopsKnown {
+			prefill = fmt.Sprintf("TTFT floor ≥ %.1f ms · expected %.1f ms", o.PrefillFloorMs, o.PrefillExpectedMs)
 		}
-		row(fmt.Sprintf("prefill, %d tokens", o.PromptTokens), fmt.Sprintf("TTFT floor %s · expected %.1f ms", floor, o.PrefillExpectedMs))
+		row(fmt.Sprintf("prefill, %d tokens", o.PromptTokens), prefill)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
