@@ -52,6 +52,12 @@ func Table(w io.Writer, s metrics.Summary) error {
 	}
 	var notes []string
 	for _, lv := range s.Levels {
+		if ph := lv.Physics; ph != nil && lv.DecodeTPS.Count > 0 {
+			notes = append(notes, fmt.Sprintf("%s: decode p50 %s tok/s = %.0f%% of the %s tok/s single-stream ceiling (%s, %d-token context); MBU %.0f%%",
+				lv.Load, num(lv.DecodeTPS.P50, 1), 100*ph.CeilingFraction, num(ph.DecodeTPSCeiling, 1), ph.Deployment, ph.ContextTokens, 100*ph.MBU))
+		}
+	}
+	for _, lv := range s.Levels {
 		if lv.Requests.Failed > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
 		}

@@ -74,7 +74,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable; values never written to files)")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token)")
 	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory")
-	fl.StringVar(&f.format, "format", "table", "stdout format: table, json")
+	fl.StringVar(&f.format, "format", "table", "stdout format: table, json, markdown, csv")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "limit for one whole request")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a request whose stream is silent this long (0: never)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after Ctrl-C, how long streams in flight may finish")
@@ -119,9 +119,9 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		return nil, usagef("--gpus: must be positive, got %d", f.gpus)
 	}
 	switch f.format {
-	case "table", "json":
+	case "table", "json", "markdown", "csv":
 	default:
-		return nil, usagef("--format: unknown %q (known: table, json)", f.format)
+		return nil, usagef("--format: unknown %q (known: table, json, markdown, csv)", f.format)
 	}
 	switch f.apiName {
 	case "openai-chat", "auto":
@@ -264,6 +264,10 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	switch f.format {
 	case "json":
 		err = report.JSON(env.Stdout, summary)
+	case "markdown":
+		err = report.Markdown(env.Stdout, summary)
+	case "csv":
+		err = report.CSV(env.Stdout, summary)
 	default:
 		err = report.Table(env.Stdout, summary)
 	}

@@ -1,0 +1,60 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// Markdown writes the summary as GitHub-flavoured Markdown for pull-request
+// comments and issues: a heading naming the target, one table row per
+// level, then failures and warnings as a list. Decode TPS shows the 5th
+// percentile as "P95 (slowest 5%)", the rate 95% of requests beat.
+func Markdown(w io.Writer, s metrics.Summary) error {
+	var b strings.Builder
+	t := s.Target
+	sim := ""
+	if t.Simulated {
+		sim = " (simulated)"
+	}
+	fmt.Fprintf(&b, "### tokbench: %s%s\n\n", mdEscape(t.Model), sim)
+	fmt.Fprintf(&b, "`%s` · api `%s`\n\n", t.URL, t.API)
+	if s.Interrupted {
+		b.WriteString("> **Interrupted:** the last level is partial.\n\n")
+	}
+	b.WriteString("| load | ok | fail | TTFT p50 ms | TTFT p95 ms | TTFT p99 ms | decode TPS p50 | decode TPS P95 (slowest 5%) | TPOT p50 ms | ITL p99 ms | E2E p50 ms | out tok/s | req/s |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, lv := range s.Levels {
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			mdEscape(lv.Load.String()), lv.Requests.Completed, lv.Requests.Failed,
+			num(lv.TTFT.P50, lv.TTFT.Count), num(lv.TTFT.P95, lv.TTFT.Count), num(lv.TTFT.P99, lv.TTFT.Count),
+			num(lv.DecodeTPS.P50, lv.DecodeTPS.Count), num(lv.DecodeTPS.P5, lv.DecodeTPS.Count),
+			num(lv.TPOT.P50, lv.TPOT.Count), num(lv.ITL.P99, lv.ITL.Count),
+			num(lv.E2E.P50, lv.E2E.Count), num(lv.OutputTPS, 1), num(lv.RequestRPS, 1))
+	}
+	var notes []string
+	for _, lv := range s.Levels {
+		if lv.Requests.Failed > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
+		}
+		for _, wn := range lv.Warnings {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, wn))
+		}
+	}
+	notes = append(notes, s.Warnings...)
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range notes {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdEscape keeps text from breaking a table or turning into markup.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+}
