@@ -76,7 +76,25 @@ type Level struct {
 	E2ESched  *Stats    `json:"e2e_from_scheduled_ms,omitempty"`
 	ServerTPS *Stats    `json:"server_decode_tps,omitempty"`
 	Shortfall Shortfall `json:"output_shortfall"`
+	Physics   *Physics  `json:"physics,omitempty"`
 	Warnings  []string  `json:"warnings,omitempty"`
+}
+
+// Physics relates a level's decode speed to what the hardware allows; set
+// when the deployment (model, precision, hardware, GPUs) is known.
+type Physics struct {
+	Deployment    string `json:"deployment"` // e.g. "llama-3.1-8b bf16 on 1× h100-sxm"
+	ContextTokens int    `json:"context_tokens"`
+	// BytesPerToken is read per decoded token by a single stream.
+	BytesPerToken float64 `json:"bytes_per_token"`
+	// DecodeTPSCeiling is the single-stream limit: peak bandwidth over
+	// bytes per token.
+	DecodeTPSCeiling float64 `json:"decode_tps_ceiling"`
+	// MBU is the bandwidth utilisation implied by the level's decode TPS
+	// p50 with Concurrency streams decoding together.
+	MBU float64 `json:"mbu"`
+	// CeilingFraction is decode TPS p50 over the single-stream ceiling.
+	CeilingFraction float64 `json:"ceiling_fraction"`
 }
 
 // Summary is the whole of summary.json.

@@ -359,3 +359,23 @@ func nonZero(f float64) float64 {
 	}
 	return f
 }
+
+// BytesPerStep is what one decode step of batch sequences, each with
+// contextTokens of KV cache, reads: the weights the batch touches (MoE
+// experts included) once, plus every sequence's KV cache.
+func (d Deployment) BytesPerStep(batch, contextTokens int) float64 {
+	batch = max(batch, 1)
+	return d.Model.ReadParams(batch)*d.Weights.BytesPerWeight() + d.kvReadBytes(batch*contextTokens, batch)
+}
+
+// AchievedMBU is the bandwidth utilisation implied by a measured per-stream
+// decode rate with batch streams decoding together: one step per token of
+// each stream, BytesPerStep per step, over the peak bandwidth of all GPUs.
+// With batch 1 it equals MBU.
+func (d Deployment) AchievedMBU(perStreamTPS float64, batch, contextTokens int) float64 {
+	peak := d.gpus() * d.Hardware.BandwidthBytesPerSec
+	if peak <= 0 {
+		return 0
+	}
+	return d.BytesPerStep(batch, contextTokens) * perStreamTPS / peak
+}

@@ -234,3 +234,26 @@ func TestTensorParallel(t *testing.T) {
 		t.Errorf("TP4 memory term = %v, want %v", c.Memory, want)
 	}
 }
+
+func TestAchievedMBU(t *testing.T) {
+	d := Deployment{
+		Model:    Model{Name: "dense", TotalParams: 10e9, ActiveParams: 10e9, Layers: 10, KVHeads: 1, HeadDim: 100},
+		Weights:  Precision{Name: "int8", BitsPerWeight: 8},
+		KVCache:  Precision{Name: "int8", BitsPerWeight: 8},
+		Hardware: Hardware{Name: "x", BandwidthBytesPerSec: 1e12},
+		GPUs:     1,
+	}
+	// KV per token: 2·10·1·100·1 = 2000 bytes.
+	if got := d.KVBytesPerToken(); got != 2000 {
+		t.Fatalf("KVBytesPerToken = %g, want 2000", got)
+	}
+	// Batch 1 at 1000 tokens of context, 50 tok/s: equals MBU.
+	if a, b := d.AchievedMBU(50, 1, 1000), MBU(d, 50, 1000); math.Abs(a-b) > 1e-12 {
+		t.Errorf("AchievedMBU(batch 1) = %g, MBU = %g", a, b)
+	}
+	// Batch 4: weights once plus 4 contexts: (ReadParams(4)·1 + 4·1000·2000) bytes per step.
+	want := (d.Model.ReadParams(4) + 4*1000*2000) * 20 / 1e12
+	if got := d.AchievedMBU(20, 4, 1000); math.Abs(got-want) > 1e-12 {
+		t.Errorf("AchievedMBU(20, 4, 1000) = %g, want %g", got, want)
+	}
+}

@@ -40,6 +40,7 @@ type benchFlags struct {
 	seed                  uint64
 	hardware, quant       string
 	gpus                  int
+	paramsB               float64
 	engine, label         string
 }
 
@@ -82,6 +83,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.hardware, "hardware", "", "hardware the endpoint runs on, e.g. h100-sxm (recorded; configures the simulator)")
 	fl.StringVar(&f.quant, "quant", "", "weight precision, e.g. bf16, fp8, int4 (recorded; configures the simulator)")
 	fl.IntVar(&f.gpus, "gpus", 0, "GPUs serving the model (recorded; configures the simulator)")
+	fl.Float64Var(&f.paramsB, "params", 0, "billions of parameters of a dense model not in the catalog (for the ceiling and MBU)")
 	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
 	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
 	return cmd
@@ -94,6 +96,8 @@ type benchPlan struct {
 	tok     tokenize.Tokenizer
 	header  http.Header
 	secrets []string
+	physics *benchPhysics
+	notes   []string
 }
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
@@ -117,6 +121,18 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		return nil, usagef("--timeout, --stall-timeout and --grace must not be negative")
 	case f.gpus < 0:
 		return nil, usagef("--gpus: must be positive, got %d", f.gpus)
+	case f.paramsB < 0:
+		return nil, usagef("--params: must be positive, got %g", f.paramsB)
+	}
+	if f.url != "" {
+		ph, note, err := resolvePhysics(f.model, f.paramsB, f.quant, f.hardware, f.gpus)
+		if err != nil {
+			return nil, err
+		}
+		p.physics = ph
+		if note != "" {
+			p.notes = append(p.notes, note)
+		}
 	}
 	switch f.format {
 	case "table", "json", "markdown", "csv":
@@ -200,6 +216,10 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 			f.model = emb.model
 		}
 		target.Model = f.model
+		c := emb.srv.Config()
+		if plan.physics, _, err = resolvePhysics(c.Model, 0, c.Quant, c.Hardware, c.GPUs); err != nil {
+			return err
+		}
 		fmt.Fprintf(env.Stderr, "tokbench: no --url given: benchmarking the embedded SIMULATED server (%s) at %s\n", emb.desc, emb.url)
 	}
 
@@ -234,7 +254,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 	}
 
-	summary := metrics.Summary{Schema: metrics.Schema, Target: target}
+	summary := metrics.Summary{Schema: metrics.Schema, Target: target, Warnings: plan.notes}
 	gen, err := workload.NewSynthetic(plan.tok, f.seed)
 	if err != nil {
 		return err
@@ -247,6 +267,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		stop := startProgress(env, runner, lv)
 		res, runErr := runner.RunLevel(ctx, i, lv, src)
 		stop()
+		if plan.physics != nil {
+			plan.physics.annotate(&res.Level, f.inputTokens+f.outputTokens/2)
+		}
 		summary.Levels = append(summary.Levels, res.Level)
 		if errors.Is(runErr, load.ErrInterrupted) {
 			summary.Interrupted = true

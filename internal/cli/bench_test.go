@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,5 +186,50 @@ func TestBenchEmbeddedSimulator(t *testing.T) {
 	}
 	if tps := s.Levels[0].DecodeTPS.P50; tps <= 0 {
 		t.Errorf("decode TPS p50 = %g", tps)
+	}
+}
+
+func TestBenchPhysicsMBU(t *testing.T) {
+	// 20 ms between tokens: 50 tok/s decode, so the MBU is known exactly.
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 12, Usage: true})
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "meta-llama/Llama-3.1-8B-Instruct",
+		"--hardware", "a100-80gb", "--quant", "bf16", "--concurrency", "1", "--requests", "3", "--warmup", "0",
+		"--input-tokens", "100", "--output-tokens", "12", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	ph := s.Levels[0].Physics
+	if ph == nil {
+		t.Fatal("no physics in the level")
+	}
+	tps := s.Levels[0].DecodeTPS.P50
+	if tps < 48 || tps > 51 {
+		t.Fatalf("decode TPS p50 = %g, want about 50", tps)
+	}
+	// Llama 3.1 8B BF16 at 106 tokens of context on one A100 80GB (2.039 TB/s):
+	// bytes per token from the physics package, MBU = bytes × TPS / peak.
+	ctxTokens := 100 + 12/2
+	if ph.ContextTokens != ctxTokens || ph.Deployment != "llama-3.1-8b bf16 on 1× a100-80gb" {
+		t.Errorf("physics = %+v", ph)
+	}
+	if want := ph.BytesPerToken * tps / 2.039e12; math.Abs(ph.MBU-want) > 1e-9 {
+		t.Errorf("MBU = %g, want %g", ph.MBU, want)
+	}
+	if want := 2.039e12 / ph.BytesPerToken; math.Abs(ph.DecodeTPSCeiling-want) > 1e-6*want {
+		t.Errorf("ceiling = %g, want %g", ph.DecodeTPSCeiling, want)
+	}
+	// About 15 GB per token (8.03B params less the input embeddings, 2 bytes each).
+	if ph.BytesPerToken < 14e9 || ph.BytesPerToken > 16.2e9 {
+		t.Errorf("bytes per token = %g, want about 15 GB", ph.BytesPerToken)
+	}
+
+	code, _, stderr = runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m", "--hardware", "tpu-v9")
+	if code != ExitUsage || !strings.Contains(stderr, "--hardware") {
+		t.Errorf("unknown hardware: exit %d, %q", code, stderr)
 	}
 }
