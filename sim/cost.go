@@ -11,11 +11,13 @@ import (
 type PhysicsCost struct{ D physics.Deployment }
 
 // StepTime is the deployment's roofline step time.
-func (c PhysicsCost) StepTime(s Step) time.Duration {
-	return c.D.StepTime(physics.Step{
+func (c PhysicsCost) StepTime(s Step) time.Duration { return c.D.StepTime(physicsStep(s)) }
+
+func physicsStep(s Step) physics.Step {
+	return physics.Step{
 		DecodeSeqs: s.DecodeSeqs, KVTokens: s.KVTokens,
 		PrefillTokens: s.PrefillTokens, PrefillContextTokens: s.PrefillContextTokens,
-	})
+	}
 }
 
 // KVCapacityTokens is the deployment's KV cache size in tokens.
