@@ -193,7 +193,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	defer s.inflight.Add(-1)
 	req, er, err := s.parse(w, r, chat)
 	if err != nil {
-		ae := err.(*apiError)
+		ae, ok := errors.AsType[*apiError](err)
+		if !ok {
+			ae = &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
+		}
 		writeError(w, ae.status, ae.typ, ae.msg)
 		return
 	}
@@ -219,6 +222,21 @@ func (s *Server) wait(r *http.Request, st *stream) bool {
 	case <-s.loopDone:
 		return true // take() reports closed
 	}
+}
+
+// take returns the chunks queued for st and whether no more will come. The
+// engine goroutine closes every stream it knows before it ends, so checking
+// for its end first means no chunk is lost; a stream submitted after the end
+// is never drained and counts as closed.
+func (s *Server) take(st *stream, buf []chunk) ([]chunk, bool) {
+	stopped := false
+	select {
+	case <-s.loopDone:
+		stopped = true
+	default:
+	}
+	buf, closed := st.take(buf)
+	return buf, closed || stopped
 }
 
 // stream writes an SSE response: for chat a role-only first chunk (as vLLM
@@ -248,8 +266,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *stream, enc 
 		if !s.wait(r, st) {
 			return
 		}
-		var closed bool
-		chunks, closed = st.take(chunks)
+		chunks, closed := s.take(st, chunks)
 		buf = buf[:0]
 		done := false
 		for _, c := range chunks {
@@ -295,8 +312,7 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, st *stream, enc
 		if !s.wait(r, st) {
 			return
 		}
-		var closed bool
-		chunks, closed = st.take(chunks)
+		chunks, closed := s.take(st, chunks)
 		for _, c := range chunks {
 			text = appendWords(text, s.cfg.Engine.Seed, st.req.ID, c.first, c.tokens)
 			generated += c.tokens

@@ -378,3 +378,22 @@ func lastN(s string, n int) string {
 	}
 	return s
 }
+
+func TestRequestAfterClose(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cost = fixedCost(2*ms, 100_000)
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a","max_tokens":3}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("status after Close = %d, want 503", resp.StatusCode)
+	}
+}
