@@ -1,0 +1,367 @@
+// Package compare sets saved runs side by side and decides, with a
+// significance test on the per-request samples, whether a change between
+// them is real or noise. It also checks that runs are like for like and
+// evaluates regression gates such as "ttft_p95>+10%".
+//
+// A change is called better or worse only when the Mann-Whitney U test of
+// the two runs' per-request samples of that metric gives p < Options.Alpha
+// and the change is at least Options.MinChange; anything else is "~", no
+// significant change. Aggregate metrics (output_tps, request_rps…) have one
+// value per level and so no test: a change beyond MinChange is shown as
+// "better?" or "worse?" and never counted as significant, but a gate on an
+// aggregate trips on its threshold alone (the threshold is the user's own
+// tolerance) and says that no test was possible.
+//
+// Everything here is pure: values in, values out, safe for concurrent use.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
+)
+
+// Run is one saved run directory.
+type Run struct {
+	Dir     string
+	Meta    results.Run // run.json; zero when the directory has none
+	Summary metrics.Summary
+	// Records are the per-request samples of requests.jsonl; nil when the
+	// directory has none (then no significance test is possible).
+	Records  []metrics.Record
+	Warnings []string
+}
+
+// Load reads a run directory: summary.json is required, run.json and
+// requests.jsonl are used when present.
+func Load(dir string) (*Run, error) {
+	r := &Run{Dir: dir}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	r.Summary = s
+	if err := readJSONFile(filepath.Join(dir, results.RunFile), &r.Meta); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
+	}
+	recs, warns, err := results.ReadRecords(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s has no %s: no significance test possible", dir, results.RequestsFile))
+	case err != nil:
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
+	default:
+		r.Records = recs
+		r.Warnings = append(r.Warnings, warns...)
+	}
+	return r, nil
+}
+
+// Metric is something compared per level.
+type Metric struct {
+	Name        string // as in summary.json without the unit: "ttft", "decode_tps"
+	Label       string // for people: "TTFT"
+	Unit        string // "ms", "tok/s", "req/s"
+	LowerBetter bool
+	// Stats picks the distribution from a level summary; nil for aggregates.
+	Stats func(*metrics.Level) metrics.Stats
+	// Value picks an aggregate value; nil for distributions.
+	Value func(*metrics.Level) float64
+	// Sample is one request's value, false when the record has none.
+	Sample func(*metrics.Record) (float64, bool)
+}
+
+// Metrics are the metrics compare knows, by name.
+var Metrics = map[string]Metric{
+	"ttft": {Name: "ttft", Label: "TTFT", Unit: "ms", LowerBetter: true,
+		Stats:  func(l *metrics.Level) metrics.Stats { return l.TTFT },
+		Sample: func(r *metrics.Record) (float64, bool) { return r.TTFTMs, true }},
+	"ttfvt": {Name: "ttfvt", Label: "TTFVT", Unit: "ms", LowerBetter: true,
+		Stats:  func(l *metrics.Level) metrics.Stats { return l.TTFVT },
+		Sample: func(r *metrics.Record) (float64, bool) { return r.TTFVTMs, r.TTFVTMs > 0 }},
+	"decode_tps": {Name: "decode_tps", Label: "decode TPS", Unit: "tok/s",
+		Stats:  func(l *metrics.Level) metrics.Stats { return l.DecodeTPS },
+		Sample: func(r *metrics.Record) (float64, bool) { return r.DecodeTPS() }},
+	"tpot": {Name: "tpot", Label: "TPOT", Unit: "ms", LowerBetter: true,
+		Stats:  func(l *metrics.Level) metrics.Stats { return l.TPOT },
+		Sample: func(r *metrics.Record) (float64, bool) { return r.TPOTMs() }},
+	"e2e": {Name: "e2e", Label: "E2E", Unit: "ms", LowerBetter: true,
+		Stats:  func(l *metrics.Level) metrics.Stats { return l.E2E },
+		Sample: func(r *metrics.Record) (float64, bool) { return r.E2EMs, true }},
+	"e2e_tps": {Name: "e2e_tps", Label: "E2E TPS", Unit: "tok/s",
+		Stats:  func(l *metrics.Level) metrics.Stats { return l.E2ETPS },
+		Sample: func(r *metrics.Record) (float64, bool) { return r.E2ETPS() }},
+	"output_tps": {Name: "output_tps", Label: "output", Unit: "tok/s",
+		Value: func(l *metrics.Level) float64 { return l.OutputTPS }},
+	"steady_output_tps": {Name: "steady_output_tps", Label: "steady output", Unit: "tok/s",
+		Value: func(l *metrics.Level) float64 { return l.SteadyOutputTPS }},
+	"request_rps": {Name: "request_rps", Label: "requests", Unit: "req/s",
+		Value: func(l *metrics.Level) float64 { return l.RequestRPS }},
+	"goodput_rps": {Name: "goodput_rps", Label: "goodput", Unit: "req/s",
+		Value: func(l *metrics.Level) float64 { return l.GoodputRPS }},
+	"error_rate": {Name: "error_rate", Label: "error rate", Unit: "", LowerBetter: true,
+		Value: func(l *metrics.Level) float64 { return l.ErrorRate }},
+}
+
+// DefaultRows are the rows compare shows for every level: metric and stat.
+var DefaultRows = [][2]string{
+	{"ttft", "p50"}, {"ttft", "p95"}, {"ttft", "p99"},
+	{"decode_tps", "p50"}, {"decode_tps", "p5"},
+	{"tpot", "p50"}, {"e2e", "p50"}, {"e2e", "p95"},
+	{"output_tps", ""}, {"request_rps", ""}, {"error_rate", ""},
+}
+
+// Options tune the verdicts. The zero value means the defaults.
+type Options struct {
+	// Alpha is the significance level of the test (default 0.05).
+	Alpha float64
+	// MinChange is the smallest relative change, as a fraction, that is
+	// called better or worse even when significant (default 0.02): smaller
+	// shifts are below what a benchmark can resolve.
+	MinChange float64
+}
+
+func (o Options) withDefaults() Options {
+	if o.Alpha <= 0 {
+		o.Alpha = 0.05
+	}
+	if o.MinChange <= 0 {
+		o.MinChange = 0.02
+	}
+	return o
+}
+
+// Verdicts.
+const (
+	Better    = "better"
+	Worse     = "worse"
+	NoChange  = "~"
+	Undefined = "n/a" // a side has no value
+)
+
+// Row is one metric of one level, A against B.
+type Row struct {
+	Metric Metric
+	Stat   string // "p50", "p95", "mean"…; "" for aggregates
+	A, B   float64
+	// Delta is B − A; Rel is Delta / A (NaN when A is 0).
+	Delta, Rel float64
+	// Tested says a significance test ran; P is its p-value, NA and NB the
+	// sample sizes.
+	Tested      bool
+	P           float64
+	NA, NB      int
+	Significant bool
+	Verdict     string
+}
+
+// Name is the row's gate name: "ttft_p95", "output_tps".
+func (r Row) Name() string {
+	if r.Stat == "" {
+		return r.Metric.Name
+	}
+	return r.Metric.Name + "_" + r.Stat
+}
+
+// LevelDiff is one load level present in both runs.
+type LevelDiff struct {
+	Load metrics.Load
+	A, B *metrics.Level
+	Rows []Row
+
+	sa, sb []metrics.Record
+}
+
+// Diff is B against A.
+type Diff struct {
+	A, B   *Run
+	Levels []LevelDiff
+	// Mismatches say how the runs are not like for like, one field each.
+	Mismatches []Mismatch
+	Options    Options
+}
+
+// Mismatch is one field that differs between the runs.
+type Mismatch struct {
+	Field string
+	A, B  string
+}
+
+func (m Mismatch) String() string {
+	return fmt.Sprintf("%s differs: A %s, B %s", m.Field, orNone(m.A), orNone(m.B))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// Compare sets B against A, level by level (levels are matched by load).
+func Compare(a, b *Run, opt Options) *Diff {
+	opt = opt.withDefaults()
+	d := &Diff{A: a, B: b, Options: opt, Mismatches: LikeForLike(a, b)}
+	for i := range a.Summary.Levels {
+		la := &a.Summary.Levels[i]
+		for j := range b.Summary.Levels {
+			lb := &b.Summary.Levels[j]
+			if lb.Load != la.Load {
+				continue
+			}
+			ld := LevelDiff{Load: la.Load, A: la, B: lb, sa: levelRecords(a, i), sb: levelRecords(b, j)}
+			for _, r := range DefaultRows {
+				ld.Rows = append(ld.Rows, ld.row(Metrics[r[0]], r[1], opt))
+			}
+			d.Levels = append(d.Levels, ld)
+			break
+		}
+	}
+	return d
+}
+
+// levelRecords are the records of the i-th level of a run. Records carry
+// the level index they were measured in.
+func levelRecords(r *Run, i int) []metrics.Record {
+	var out []metrics.Record
+	for _, rec := range r.Records {
+		if rec.Level == i {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func samples(m Metric, recs []metrics.Record) []float64 {
+	var out []float64
+	for i := range recs {
+		if !recs[i].OK {
+			continue
+		}
+		if v, ok := m.Sample(&recs[i]); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// row compares one metric (and stat) of the level.
+func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
+	r := Row{Metric: m, Stat: stat, Verdict: Undefined}
+	if m.Value != nil {
+		r.A, r.B = m.Value(ld.A), m.Value(ld.B)
+	} else {
+		sa, sb := m.Stats(ld.A), m.Stats(ld.B)
+		if sa.Count == 0 || sb.Count == 0 {
+			return r
+		}
+		r.A, _ = sa.Get(stat)
+		r.B, _ = sb.Get(stat)
+	}
+	r.Delta = r.B - r.A
+	r.Rel = math.NaN()
+	if r.A != 0 {
+		r.Rel = r.Delta / math.Abs(r.A)
+	}
+	big := r.Delta != 0 && (r.A == 0 || math.Abs(r.Rel) >= opt.MinChange)
+	if m.Sample != nil {
+		xa, xb := samples(m, ld.sa), samples(m, ld.sb)
+		r.NA, r.NB = len(xa), len(xb)
+		if r.NA >= 2 && r.NB >= 2 {
+			r.Tested = true
+			_, r.P = MannWhitney(xa, xb)
+			r.Significant = r.P < opt.Alpha && big
+		}
+	}
+	switch {
+	case m.Sample == nil && big:
+		r.Verdict = Better + "?"
+		if (r.Delta < 0) != m.LowerBetter {
+			r.Verdict = Worse + "?"
+		}
+	case !r.Significant:
+		r.Verdict = NoChange
+	case (r.Delta < 0) == m.LowerBetter:
+		r.Verdict = Better
+	default:
+		r.Verdict = Worse
+	}
+	return r
+}
+
+// Changes are the rows of every level with a significant change.
+func (d *Diff) Changes() []LevelRow {
+	var out []LevelRow
+	for _, ld := range d.Levels {
+		for _, r := range ld.Rows {
+			if r.Significant {
+				out = append(out, LevelRow{ld.Load, r})
+			}
+		}
+	}
+	return out
+}
+
+// LevelRow is a row with the load level it belongs to.
+type LevelRow struct {
+	Load metrics.Load
+	Row  Row
+}
+
+// LikeForLike lists every field in which two runs differ and that makes
+// their numbers incomparable: target model, API and simulated-or-not; the
+// run.json metadata (hardware, quant, engine, gpus, context, input and
+// output tokens…, but not the free-form label); and the set of load levels.
+func LikeForLike(a, b *Run) []Mismatch {
+	var out []Mismatch
+	ta, tb := a.Summary.Target, b.Summary.Target
+	if ta.Model != tb.Model {
+		out = append(out, Mismatch{"model", ta.Model, tb.Model})
+	}
+	if ta.API != tb.API {
+		out = append(out, Mismatch{"api", ta.API, tb.API})
+	}
+	if ta.Simulated != tb.Simulated {
+		out = append(out, Mismatch{"simulated", fmt.Sprint(ta.Simulated), fmt.Sprint(tb.Simulated)})
+	}
+	keys := map[string]bool{}
+	for k := range a.Meta.Meta {
+		keys[k] = true
+	}
+	for k := range b.Meta.Meta {
+		keys[k] = true
+	}
+	delete(keys, "label")
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if va, vb := a.Meta.Meta[k], b.Meta.Meta[k]; va != vb {
+			out = append(out, Mismatch{k, va, vb})
+		}
+	}
+	la, lb := loadSet(a), loadSet(b)
+	if la != lb {
+		out = append(out, Mismatch{"load levels", la, lb})
+	}
+	return out
+}
+
+func loadSet(r *Run) string {
+	var ls []string
+	for _, lv := range r.Summary.Levels {
+		ls = append(ls, lv.Load.String())
+	}
+	sort.Strings(ls)
+	return fmt.Sprint(ls)
+}
+
+var emptyStats metrics.Stats

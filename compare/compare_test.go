@@ -1,0 +1,273 @@
+package compare
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
+)
+
+func TestMannWhitney(t *testing.T) {
+	cases := []struct {
+		x, y  []float64
+		u, p  float64
+		about string
+	}{
+		// scipy.stats.mannwhitneyu(males, females, method="asymptotic") from
+		// scipy's documentation: statistic 17, p 0.11134688653314041.
+		{[]float64{19, 22, 16, 29, 24}, []float64{20, 11, 17, 12}, 17, 0.11134688653314041, "scipy doc example"},
+		// Complete separation of 5 and 5: U 0, z = (12.5−0.5)/sqrt(25·11/12).
+		{[]float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10}, 0, math.Erfc(12 / math.Sqrt(25.0*11/12) / math.Sqrt2), "separated"},
+		// Everything equal: no evidence at all.
+		{[]float64{3, 3, 3}, []float64{3, 3, 3}, 4.5, 1, "all ties"},
+		// Ties across samples: x ranks 1, 3, 3, 5.5 (sum 12.5, U 2.5); the
+		// variance shrinks by Σ(t³−t)/(n(n−1)) = (24+6+6)/56.
+		{[]float64{1, 2, 2, 3}, []float64{2, 3, 4, 4}, 2.5, math.Erfc((8 - 2.5 - 0.5) / math.Sqrt(16.0/12*(9-36.0/56)) / math.Sqrt2), "ties"},
+	}
+	for _, c := range cases {
+		u, p := MannWhitney(c.x, c.y)
+		if u != c.u || math.Abs(p-c.p) > 1e-9 {
+			t.Errorf("%s: MannWhitney(%v, %v) = %v, %v, want %v, %v", c.about, c.x, c.y, u, p, c.u, c.p)
+		}
+	}
+}
+
+// level describes a synthetic load level: TTFT is uniform in
+// ttft·[0.9, 1.1] ms and decode gaps uniform in gap·[0.95, 1.05] ms, so
+// decode TPS is about 1000/gap.
+type level struct {
+	conc     int
+	n        int
+	ttft     float64
+	gap      float64
+	tokens   int
+	seed     uint64
+	failures int
+}
+
+// writeRun writes a run directory with results.Writer and returns it.
+func writeRun(t *testing.T, meta map[string]string, levels ...level) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := results.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := metrics.Target{URL: "http://127.0.0.1:1/v1", API: "openai-chat", Model: "llama-3.1-8b", Simulated: true}
+	if err := w.WriteRun(results.Run{Tool: "tokbench", Target: target, Meta: meta}); err != nil {
+		t.Fatal(err)
+	}
+	s := metrics.Summary{Schema: metrics.Schema, Target: target}
+	id := 0
+	for li, lv := range levels {
+		rng := rand.New(rand.NewPCG(lv.seed, uint64(li)))
+		var recs []metrics.Record
+		for range lv.n {
+			r := metrics.Record{ID: id, Level: li, OK: true, Start: time.Unix(0, 0).UTC(), TokenSource: metrics.SourceUsage, OutputTokens: lv.tokens}
+			r.TTFTMs = lv.ttft * (0.9 + 0.2*rng.Float64())
+			r.TTFVTMs = r.TTFTMs
+			at := r.TTFTMs
+			for k := range lv.tokens {
+				if k > 0 {
+					at += lv.gap * (0.95 + 0.1*rng.Float64())
+				}
+				r.ChunkMs = append(r.ChunkMs, at)
+				r.ChunkTokens = append(r.ChunkTokens, 1)
+			}
+			r.E2EMs, r.DoneMs = at, at+1
+			recs = append(recs, r)
+			id++
+		}
+		for range lv.failures {
+			recs = append(recs, metrics.Record{ID: id, Level: li, ErrorClass: "http_500", HTTPStatus: 500})
+			id++
+		}
+		for _, r := range recs {
+			if err := w.Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Levels = append(s.Levels, metrics.Summarize(metrics.Load{Mode: "concurrency", Concurrency: lv.conc}, recs, 0))
+	}
+	if err := w.WriteSummary(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func load(t *testing.T, dir string) *Run {
+	t.Helper()
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func findRow(t *testing.T, d *Diff, lvl int, name string) Row {
+	t.Helper()
+	for _, r := range d.Levels[lvl].Rows {
+		if r.Name() == name {
+			return r
+		}
+	}
+	t.Fatalf("no row %s", name)
+	return Row{}
+}
+
+var meta = map[string]string{"hardware": "h100-sxm", "quant": "bf16", "input_tokens": "64", "output_tokens": "32"}
+
+func TestCompareFindsRealChangeAndIgnoresNoise(t *testing.T) {
+	a := load(t, writeRun(t, meta, level{conc: 1, n: 20, ttft: 50, gap: 10, tokens: 32, seed: 1}, level{conc: 4, n: 20, ttft: 80, gap: 12, tokens: 32, seed: 2}))
+	// Same distributions, other seeds: only noise.
+	same := load(t, writeRun(t, meta, level{conc: 1, n: 20, ttft: 50, gap: 10, tokens: 32, seed: 11}, level{conc: 4, n: 20, ttft: 80, gap: 12, tokens: 32, seed: 12}))
+	// Decode 20% slower (gap 12 vs 10 ms: TPS 83 vs 100), TTFT 30% better at c=4.
+	slow := load(t, writeRun(t, meta, level{conc: 1, n: 20, ttft: 50, gap: 12, tokens: 32, seed: 21}, level{conc: 4, n: 20, ttft: 56, gap: 12, tokens: 32, seed: 22}))
+
+	d := Compare(a, same, Options{})
+	if len(d.Mismatches) != 0 || len(d.Levels) != 2 {
+		t.Fatalf("same: mismatches %v, %d levels", d.Mismatches, len(d.Levels))
+	}
+	if ch := d.Changes(); len(ch) != 0 {
+		t.Errorf("noise called a change: %+v", ch)
+	}
+	var out bytes.Buffer
+	if err := d.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "no significant change") {
+		t.Errorf("text lacks the verdict:\n%s", out.String())
+	}
+
+	d = Compare(a, slow, Options{})
+	r := findRow(t, d, 0, "decode_tps_p50")
+	if r.Verdict != Worse || !r.Tested || r.P > 1e-6 || math.Abs(r.Rel-(-1.0/6)) > 0.03 {
+		t.Errorf("c=1 decode_tps_p50 = %+v, want worse by about 16.7%% with tiny p", r)
+	}
+	if r := findRow(t, d, 0, "tpot_p50"); r.Verdict != Worse || math.Abs(r.Rel-0.2) > 0.03 {
+		t.Errorf("c=1 tpot_p50 = %+v, want worse by about 20%%", r)
+	}
+	if r := findRow(t, d, 0, "ttft_p50"); r.Verdict != NoChange {
+		t.Errorf("c=1 ttft_p50 = %+v, want no change", r)
+	}
+	if r := findRow(t, d, 1, "ttft_p50"); r.Verdict != Better || math.Abs(r.Rel-(-0.3)) > 0.05 {
+		t.Errorf("c=4 ttft_p50 = %+v, want better by about 30%%", r)
+	}
+	if r := findRow(t, d, 1, "decode_tps_p50"); r.Verdict != NoChange {
+		t.Errorf("c=4 decode_tps_p50 = %+v, want no change", r)
+	}
+	// Aggregate output TPS falls with decode speed (E2E +17%), but one value
+	// per level admits no test: flagged with a question mark, not counted.
+	if r := findRow(t, d, 0, "output_tps"); r.Verdict != "worse?" || r.Significant || r.Rel > -0.1 {
+		t.Errorf("c=1 output_tps = %+v, want worse? and not significant", r)
+	}
+	out.Reset()
+	if err := d.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "significant changes:") || !strings.Contains(out.String(), "c=1 decode_tps_p50 -16") {
+		t.Errorf("text lacks the change:\n%s", out.String())
+	}
+}
+
+func TestLikeForLike(t *testing.T) {
+	a := load(t, writeRun(t, meta, level{conc: 1, n: 4, ttft: 50, gap: 10, tokens: 8, seed: 1}))
+	m2 := map[string]string{"hardware": "a100-80gb", "quant": "bf16", "input_tokens": "64", "output_tokens": "32", "label": "other"}
+	b := load(t, writeRun(t, m2, level{conc: 1, n: 4, ttft: 50, gap: 10, tokens: 8, seed: 2}, level{conc: 8, n: 4, ttft: 50, gap: 10, tokens: 8, seed: 3}))
+	b.Summary.Target.Model = "llama-3.1-70b"
+	got := LikeForLike(a, b)
+	want := []string{
+		"model differs: A llama-3.1-8b, B llama-3.1-70b",
+		"hardware differs: A h100-sxm, B a100-80gb",
+		"load levels differs: A [c=1], B [c=1 c=8]",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("LikeForLike = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("mismatch %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	var out bytes.Buffer
+	if err := Compare(a, b, Options{}).WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "WARNING: not like for like: hardware differs") {
+		t.Errorf("no loud warning:\n%s", out.String())
+	}
+}
+
+func TestParseConditions(t *testing.T) {
+	cs, err := ParseConditions("ttft_p95>+10%, decode_tps_p50<-5%,output_tps<=-20,error_rate>0.01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		metric, stat, op string
+		v                float64
+		pct              bool
+	}{
+		{"ttft", "p95", ">", 10, true}, {"decode_tps", "p50", "<", -5, true},
+		{"output_tps", "", "<=", -20, false}, {"error_rate", "", ">", 0.01, false},
+	}
+	for i, w := range want {
+		c := cs[i]
+		if c.Metric.Name != w.metric || c.Stat != w.stat || c.Op != w.op || c.Value != w.v || c.Percent != w.pct {
+			t.Errorf("condition %d = %+v, want %+v", i, c, w)
+		}
+	}
+	for _, bad := range []string{"ttft_p95", "ttft_p95>>10%", "latency_p95>10%", "ttft_p42x>1%", "ttft_count>1", "", "decode_tps>5%"} {
+		if _, err := ParseConditions(bad); err == nil {
+			t.Errorf("ParseConditions(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestCheckFailsOnlyOnSignificantChange(t *testing.T) {
+	a := load(t, writeRun(t, meta, level{conc: 1, n: 20, ttft: 50, gap: 10, tokens: 32, seed: 1}))
+	slow := load(t, writeRun(t, meta, level{conc: 1, n: 20, ttft: 50, gap: 12, tokens: 32, seed: 21}))
+	conds, err := ParseConditions("ttft_p95>+10%,decode_tps_p50<-5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := Compare(a, slow, Options{}).Check(conds)
+	if len(trips) != 2 || trips[0].Holds || trips[0].Fails || !trips[1].Fails {
+		t.Fatalf("trips = %+v", trips)
+	}
+	if !strings.Contains(trips[1].Reason, "c=1: decode_tps_p50") || !strings.Contains(trips[1].Reason, "is significant") {
+		t.Errorf("reason = %q", trips[1].Reason)
+	}
+
+	conds, _ = ParseConditions("output_tps<-10%")
+	trips = Compare(a, slow, Options{}).Check(conds)
+	if len(trips) != 1 || !trips[0].Fails || !strings.Contains(trips[0].Reason, "no per-request test") {
+		t.Errorf("aggregate gate: trips = %+v", trips)
+	}
+
+	// Three samples each, B 20% slower to first token but overlapping: the
+	// condition holds on the numbers, and the test cannot call it.
+	few := load(t, writeRun(t, meta, level{conc: 1, n: 3, ttft: 100, gap: 10, tokens: 8, seed: 5}))
+	few2 := load(t, writeRun(t, meta, level{conc: 1, n: 3, ttft: 100, gap: 10, tokens: 8, seed: 5}))
+	for i := range few2.Records {
+		few2.Records[i].TTFTMs *= 1.2
+		if i == 0 {
+			few2.Records[i].TTFTMs = 50 // overlap
+		}
+	}
+	few2.Summary.Levels[0].TTFT.P95 *= 1.2
+	conds, _ = ParseConditions("ttft_p95>+10%")
+	trips = Compare(few, few2, Options{}).Check(conds)
+	if len(trips) != 1 || !trips[0].Holds || trips[0].Fails || !strings.Contains(trips[0].Reason, "not significant") {
+		t.Errorf("trips = %+v", trips)
+	}
+}

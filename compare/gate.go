@@ -1,0 +1,157 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Condition is one regression gate: "ttft_p95>+10%" holds when B's TTFT p95
+// is more than 10% above A's; "decode_tps_p50<-5%" when B's decode TPS p50
+// is more than 5% below A's. Without "%" the threshold is an absolute change
+// in the metric's unit: "ttft_p50>+20" is 20 ms.
+type Condition struct {
+	Expr    string
+	Metric  Metric
+	Stat    string // "" for aggregates
+	Op      string // ">", ">=", "<", "<="
+	Value   float64
+	Percent bool
+}
+
+var condRE = regexp.MustCompile(`^([a-z0-9_]+)\s*(>=|<=|>|<)\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*(%?)$`)
+
+// ParseConditions parses a comma-separated list of conditions. Errors name
+// the bad condition and what is wrong with it.
+func ParseConditions(s string) ([]Condition, error) {
+	var out []Condition
+	for _, part := range strings.Split(s, ",") {
+		expr := strings.TrimSpace(part)
+		if expr == "" {
+			continue
+		}
+		m := condRE.FindStringSubmatch(expr)
+		if m == nil {
+			return nil, fmt.Errorf("%q: want metric_stat, an operator (<, <=, >, >=) and a change such as +10%% or -5", expr)
+		}
+		c := Condition{Expr: expr, Op: m[2], Percent: m[4] == "%"}
+		c.Value, _ = strconv.ParseFloat(m[3], 64)
+		name := m[1]
+		if met, ok := Metrics[name]; ok && met.Value != nil {
+			c.Metric = met
+		} else {
+			i := strings.LastIndex(name, "_")
+			if i < 0 {
+				return nil, fmt.Errorf("%q: unknown metric %q (known: %s)", expr, name, knownNames())
+			}
+			met, ok := Metrics[name[:i]]
+			if !ok || met.Stats == nil {
+				return nil, fmt.Errorf("%q: unknown metric %q (known: %s)", expr, name[:i], knownNames())
+			}
+			if _, ok := (emptyStats).Get(name[i+1:]); !ok || name[i+1:] == "count" {
+				return nil, fmt.Errorf("%q: unknown statistic %q (known: p5 p10 p25 p50 p75 p90 p95 p99 mean min max)", expr, name[i+1:])
+			}
+			c.Metric, c.Stat = met, name[i+1:]
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no condition in %q", s)
+	}
+	return out, nil
+}
+
+func knownNames() string {
+	return "ttft_pNN, ttfvt_pNN, decode_tps_pNN, tpot_pNN, e2e_pNN, e2e_tps_pNN, output_tps, steady_output_tps, request_rps, goodput_rps, error_rate"
+}
+
+// Trip is the outcome of one condition at one level.
+type Trip struct {
+	Cond  Condition
+	Load  string
+	Row   Row
+	Holds bool // the change crosses the threshold
+	// Fails is Holds and the change is significant, or the metric is an
+	// aggregate, which has no test: the gate trips.
+	Fails  bool
+	Reason string
+}
+
+// Check evaluates the conditions at every level both runs have. A condition
+// on a per-request metric fails only when it holds and the change is
+// significant; one that holds on noise is reported with the p-value but does
+// not fail. A condition on an aggregate fails when it holds.
+func (d *Diff) Check(conds []Condition) []Trip {
+	var out []Trip
+	for i := range d.Levels {
+		ld := &d.Levels[i]
+		for _, c := range conds {
+			r := ld.row(c.Metric, c.Stat, d.Options)
+			t := Trip{Cond: c, Load: ld.Load.String(), Row: r}
+			if r.Verdict == Undefined {
+				t.Reason = fmt.Sprintf("%s: %s: no value in one of the runs", t.Load, c.Expr)
+				out = append(out, t)
+				continue
+			}
+			change := r.Delta
+			unit := " " + c.Metric.Unit
+			if c.Percent {
+				change, unit = 100*r.Rel, "%"
+			}
+			switch c.Op {
+			case ">":
+				t.Holds = change > c.Value
+			case ">=":
+				t.Holds = change >= c.Value
+			case "<":
+				t.Holds = change < c.Value
+			case "<=":
+				t.Holds = change <= c.Value
+			}
+			if math.IsNaN(change) {
+				t.Holds = false
+			}
+			desc := fmt.Sprintf("%s: %s %s → %s (%+.1f%s)", t.Load, r.Name(), fmtVal(r.A), fmtVal(r.B), change, unit)
+			switch {
+			case !t.Holds:
+				t.Reason = fmt.Sprintf("%s: does not meet %s", desc, c.Expr)
+			case r.Significant || !r.Tested && r.Metric.Sample == nil:
+				t.Fails = true
+				t.Reason = fmt.Sprintf("%s meets %s (%s)", desc, c.Expr, evidence(r))
+				if r.Tested {
+					t.Reason = fmt.Sprintf("%s meets %s and is significant (%s)", desc, c.Expr, evidence(r))
+				}
+			default:
+				t.Reason = fmt.Sprintf("%s meets %s but is not significant (%s): not failing", desc, c.Expr, evidence(r))
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func evidence(r Row) string {
+	switch {
+	case r.Tested:
+		return fmt.Sprintf("Mann-Whitney p=%.3g, n=%d/%d", r.P, r.NA, r.NB)
+	case r.Metric.Sample == nil:
+		return "aggregate, no per-request test; judged by size alone"
+	default:
+		return "too few per-request samples to test"
+	}
+}
+
+func fmtVal(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}

@@ -1,0 +1,89 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText writes the diff for people: the two runs, loud warnings when
+// they are not like for like, a table per level with A, B, the change and a
+// verdict, and a closing line that says whether anything changed
+// significantly.
+func (d *Diff) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "A: %s  (%s)\n", d.A.Dir, describe(d.A))
+	fmt.Fprintf(w, "B: %s  (%s)\n", d.B.Dir, describe(d.B))
+	for _, m := range d.Mismatches {
+		fmt.Fprintf(w, "WARNING: not like for like: %s\n", m)
+	}
+	for _, r := range []*Run{d.A, d.B} {
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(w, "warning: %s\n", wn)
+		}
+	}
+	if len(d.Levels) == 0 {
+		fmt.Fprintln(w, "\nno load level in common: nothing to compare")
+		return nil
+	}
+	for _, ld := range d.Levels {
+		fmt.Fprintf(w, "\n%s\n", ld.Load)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "metric\tA\tB\tchange\tverdict\tp\t")
+		for _, r := range ld.Rows {
+			name := r.Metric.Label
+			if r.Stat != "" {
+				name += " " + r.Stat
+			}
+			if r.Metric.Unit != "" {
+				name += " " + r.Metric.Unit
+			}
+			if r.Verdict == Undefined {
+				fmt.Fprintf(tw, "%s\t-\t-\t\t%s\t\t\n", name, Undefined)
+				continue
+			}
+			p := ""
+			if r.Tested {
+				p = fmt.Sprintf("%.3g", r.P)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, fmtVal(r.A), fmtVal(r.B), fmtChange(r), r.Verdict, p)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	ch := d.Changes()
+	if len(ch) == 0 {
+		fmt.Fprintf(w, "no significant change (Mann-Whitney U, alpha %g, changes under %g%% ignored)\n", d.Options.Alpha, 100*d.Options.MinChange)
+		return nil
+	}
+	var parts []string
+	for _, c := range ch {
+		parts = append(parts, fmt.Sprintf("%s %s %s %s", c.Load, c.Row.Name(), fmtChange(c.Row), c.Row.Verdict))
+	}
+	_, err := fmt.Fprintf(w, "significant changes: %s\n", strings.Join(parts, "; "))
+	return err
+}
+
+func fmtChange(r Row) string {
+	if math.IsNaN(r.Rel) {
+		return fmt.Sprintf("%+.3g", r.Delta)
+	}
+	return fmt.Sprintf("%+.1f%%", 100*r.Rel)
+}
+
+func describe(r *Run) string {
+	t := r.Summary.Target
+	parts := []string{"model " + orNone(t.Model), "api " + orNone(t.API)}
+	if t.Simulated {
+		parts = append(parts, "simulated")
+	}
+	for _, k := range []string{"hardware", "quant", "gpus", "engine", "label"} {
+		if v := r.Meta.Meta[k]; v != "" {
+			parts = append(parts, k+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
