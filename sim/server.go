@@ -43,6 +43,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxInflight caps requests in flight (429 beyond it); 4096.
 	MaxInflight int
+	// MaxConns caps open connections when serving with Start; further
+	// connections wait in the listen backlog until one closes. 8192.
+	MaxConns int
 
 	// onFlush, when set, is told how late each flush of a stream is against
 	// the engine's schedule (benchmarks).
@@ -60,6 +63,7 @@ const (
 	defaultMaxTokens   = 256
 	defaultMaxBody     = 8 << 20
 	defaultMaxInflight = 4096
+	defaultMaxConns    = 8192
 )
 
 // DefaultConfig is the documented default preset: Llama 3.1 8B in BF16 on
@@ -76,6 +80,7 @@ func DefaultConfig() Config {
 		DefaultMaxTokens: defaultMaxTokens,
 		MaxBodyBytes:     defaultMaxBody,
 		MaxInflight:      defaultMaxInflight,
+		MaxConns:         defaultMaxConns,
 	}
 }
 
@@ -107,6 +112,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = d.MaxInflight
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = d.MaxConns
 	}
 	c.Engine = c.Engine.withDefaults()
 	return c
@@ -219,7 +227,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	s.watchDone = make(chan struct{})
 	go func() {
 		defer close(s.serveDone)
-		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
+		_ = srv.Serve(limitListener(ln, s.cfg.MaxConns)) // returns http.ErrServerClosed after Close
 	}()
 	// Stop when ctx ends; this goroutine ends with ctx or with Close.
 	go func() {
@@ -548,4 +556,49 @@ func (m *serverMetrics) cancelled()        { m.cancelledReq.Inc() }
 func (m *serverMetrics) finished(f Finish) { m.success.WithLabelValues(f.String()).Inc() }
 func (m *serverMetrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// limitListener returns a listener that keeps at most n connections open:
+// Accept waits for a free slot, so excess clients queue in the kernel's
+// listen backlog rather than being refused.
+func limitListener(l net.Listener, n int) net.Listener {
+	return &limitedListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitedListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

@@ -397,3 +397,51 @@ func TestRequestAfterClose(t *testing.T) {
 		t.Errorf("status after Close = %d, want 503", resp.StatusCode)
 	}
 }
+
+func TestMaxConns(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cost = fixedCost(2*ms, 100_000)
+	cfg.MaxConns = 1
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base, err := s.Start(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first client holds the only connection open (keep-alive); a
+	// second client's request waits until the first closes its connection.
+	c1 := &http.Client{Transport: &http.Transport{}}
+	resp, err := c1.Get(base + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	got := make(chan error, 1)
+	go func() {
+		c2 := &http.Client{Transport: &http.Transport{}}
+		defer c2.CloseIdleConnections()
+		r, err := c2.Get(base + "/models")
+		if err == nil {
+			r.Body.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("second connection served while the first is open (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	c1.CloseIdleConnections()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second connection not served after the first closed")
+	}
+}
