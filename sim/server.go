@@ -423,6 +423,10 @@ func (s *Server) loop(ctx context.Context) {
 // at the price of up to this much CPU per step.
 const spinWindow = 1500 * time.Microsecond
 
+// spinHard is the final stretch spun without yielding: with many runnable
+// goroutines, a yield can cost more than the time left.
+const spinHard = 200 * time.Microsecond
+
 // sleepUntil waits until the monotonic clock reaches t. It reports false
 // when ctx ends first.
 func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
@@ -434,8 +438,10 @@ func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 		case <-timer.C:
 		}
 	}
-	for time.Now().Before(t) {
-		runtime.Gosched()
+	for i := 0; time.Now().Before(t); i++ {
+		if time.Until(t) > spinHard {
+			runtime.Gosched()
+		}
 	}
 	return ctx.Err() == nil
 }
