@@ -438,7 +438,7 @@ func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 		case <-timer.C:
 		}
 	}
-	for i := 0; time.Now().Before(t); i++ {
+	for time.Now().Before(t) {
 		if time.Until(t) > spinHard {
 			runtime.Gosched()
 		}
