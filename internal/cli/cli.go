@@ -128,6 +128,7 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		newServeCmd(env),
 		newCeilingCmd(env),
 		newSimulateCmd(env),
+		newCompareCmd(env),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true

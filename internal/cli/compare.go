@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokbench/tokbench/compare"
+)
+
+type compareFlags struct {
+	failIf    string
+	alpha     float64
+	minChange float64
+}
+
+func newCompareCmd(env Env) *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare A B [C…]",
+		Short: "Compare saved runs level by level; gate on regressions with --fail-if",
+		Long: `compare sets each later run against the first (the baseline), level by
+level (levels are matched by load), with the change and a verdict per metric.
+A change is called better or worse only when a Mann-Whitney U test of the
+per-request samples in requests.jsonl says it is not noise and it is at least
+--min-change. Runs that are not like for like (model, api, hardware, quant,
+engine, gpus, token lengths, load levels) are named in a WARNING line.
+
+--fail-if takes conditions on B against A, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"
+(without % the change is absolute, in the metric's unit); the command exits 1
+when one holds at any level and the change is significant.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usagef("compare: want at least two run directories, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runCompare(env, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
+	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
+	fl.Float64Var(&f.minChange, "min-change", 2, "smallest change in percent called better or worse")
+	return cmd
+}
+
+func runCompare(env Env, f *compareFlags, dirs []string) error {
+	var conds []compare.Condition
+	if f.failIf != "" {
+		var err error
+		if conds, err = compare.ParseConditions(f.failIf); err != nil {
+			return usagef("--fail-if: %v", err)
+		}
+	}
+	if f.alpha <= 0 || f.alpha >= 1 {
+		return usagef("--alpha: want a value between 0 and 1, got %g", f.alpha)
+	}
+	if f.minChange < 0 {
+		return usagef("--min-change: must not be negative, got %g", f.minChange)
+	}
+	runs := make([]*compare.Run, len(dirs))
+	for i, d := range dirs {
+		r, err := compare.Load(d)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		runs[i] = r
+	}
+	opt := compare.Options{Alpha: f.alpha, MinChange: f.minChange / 100}
+	if f.minChange == 0 {
+		opt.MinChange = 1e-12
+	}
+	var failed []string
+	for i, b := range runs[1:] {
+		if i > 0 {
+			fmt.Fprintln(env.Stdout, "\n"+strings.Repeat("=", 60))
+		}
+		d := compare.Compare(runs[0], b, opt)
+		if err := d.WriteText(env.Stdout); err != nil {
+			return err
+		}
+		for _, m := range d.Mismatches {
+			fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, b.Dir, m)
+		}
+		if len(conds) == 0 {
+			continue
+		}
+		fmt.Fprintln(env.Stdout, "\ngate --fail-if "+f.failIf)
+		for _, t := range d.Check(conds) {
+			mark := "ok  "
+			if t.Fails {
+				mark = "FAIL"
+				failed = append(failed, fmt.Sprintf("%s: %s", b.Dir, t.Reason))
+			}
+			fmt.Fprintf(env.Stdout, "  %s %s\n", mark, t.Reason)
+		}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: ExitFailure, err: errors.New("--fail-if: " + strings.Join(failed, "; "))}
+	}
+	return nil
+}
