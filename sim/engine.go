@@ -223,6 +223,10 @@ func NewEngine(cfg EngineConfig, cost Cost) (*Engine, error) {
 	if err := cfg.Spec.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.MaxBatchedTokens < 1+cfg.Spec.DraftTokens {
+		return nil, fmt.Errorf("max batched tokens %d: must hold one speculative step (%d tokens)",
+			cfg.MaxBatchedTokens, 1+cfg.Spec.DraftTokens)
+	}
 	if cost == nil {
 		return nil, errors.New("engine: nil cost model")
 	}
@@ -313,15 +317,6 @@ func (e *Engine) Cancel(id uint64) bool {
 		}
 	}
 	return false
-}
-
-// NextArrival reports the arrival time of the head of the queue when
-// nothing is running, so that a caller can tell how far an idle engine jumps.
-func (e *Engine) NextArrival() (time.Duration, bool) {
-	if len(e.waiting) == 0 {
-		return 0, false
-	}
-	return e.waiting[0].req.Arrival, true
 }
 
 // Step runs one engine iteration and returns what it did. ok is false when
