@@ -56,6 +56,9 @@ func (f *simFlags) config() (sim.Config, error) {
 		return cfg, usagef("--spec-acceptance: must be between 0 and 1, got %v", f.specAccept)
 	case f.specCost < 0 || math.IsNaN(f.specCost):
 		return cfg, usagef("--spec-draft-cost: must be 0 or more, got %v", f.specCost)
+	case f.maxTokens < 1+f.specDraft:
+		return cfg, usagef("--max-batched-tokens: %d cannot hold one speculative step of %d tokens (--spec-draft-tokens + 1)",
+			f.maxTokens, 1+f.specDraft)
 	}
 	cfg.Model, cfg.Quant, cfg.Hardware, cfg.GPUs = f.model, f.quant, f.hardware, f.gpus
 	cfg.Engine = sim.EngineConfig{
