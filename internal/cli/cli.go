@@ -129,6 +129,7 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		newCeilingCmd(env),
 		newSimulateCmd(env),
 		newCompareCmd(env),
+		newReportCmd(env),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true

@@ -3,11 +3,16 @@ package cli
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/results"
 )
 
 func TestBenchFormatMarkdownCSV(t *testing.T) {
@@ -33,5 +38,70 @@ func TestBenchFormatMarkdownCSV(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "| c=1 | 3 | 0 |") || !strings.Contains(stdout, "| c=2 | 3 | 0 |") {
 		t.Errorf("markdown table lacks the level rows:\n%s", stdout)
+	}
+}
+
+func TestReportWritesSelfContainedHTML(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--concurrency", "1,2", "--requests", "4",
+		"--input-tokens", "64", "--output-tokens", "16", "--hardware", "h100-sxm", "--out", dir)
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(context.Background(), nil, "report", dir)
+	if code != 0 || !strings.Contains(stdout, filepath.Join(dir, "report.html")) {
+		t.Fatalf("report: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	// 3 curves + TTFT and decode histograms for each of the 2 levels.
+	if n := strings.Count(html, "<svg"); n != 7 {
+		t.Errorf("%d SVG charts, want 7", n)
+	}
+	// The plotted decode p50 at c=2 is the summary's number.
+	want := fmt.Sprintf("<title>c=2 decode p50: %s tok/s</title>", numFmt(s.Levels[1].DecodeTPS.P50))
+	if !strings.Contains(html, want) {
+		t.Errorf("report lacks %q", want)
+	}
+	for _, want := range []string{"<th>hardware</th><td>h100-sxm</td>", "(simulated)", "4 requests</text>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//|url\(|<script|<link`).FindString(html); m != "" {
+		t.Errorf("report is not self-contained: %q", m)
+	}
+}
+
+// numFmt is report's format: about four significant digits.
+func numFmt(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func TestReportBadInput(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	for _, c := range []struct {
+		args []string
+		name string
+	}{{[]string{"report"}, "report"}, {[]string{"report", missing}, "nope"}} {
+		code, _, stderr := runCLI(context.Background(), nil, c.args...)
+		if code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, c.name) {
+			t.Errorf("%v: exit %d, stderr %q, want one line naming %s", c.args, code, stderr, c.name)
+		}
 	}
 }

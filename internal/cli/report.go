@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/results"
+)
+
+func newReportCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Write DIR/report.html: one self-contained page with charts of a saved run",
+		Long: `report reads a run directory (summary.json, and run.json and requests.jsonl
+when present) and writes report.html into it: one self-contained file with
+inline SVG charts (degradation curve, TTFT against load, per-level
+histograms), the run's metadata, warnings and errors. It loads nothing from
+the network and has no script, so it opens offline and prints.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("report: want one run directory, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runReport(env, args[0])
+		},
+	}
+}
+
+func runReport(env Env, dir string) error {
+	page, err := readPage(dir)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, page); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "report.html")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s\n", path)
+	return nil
+}
+
+// readPage reads what a report shows from a run directory: summary.json is
+// required; run.json and requests.jsonl are used when present.
+func readPage(dir string) (report.Page, error) {
+	var p report.Page
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", dir, err)
+	}
+	p.Summary = s
+	if b, err := os.ReadFile(filepath.Join(dir, results.RunFile)); err == nil {
+		var run results.Run
+		if err := json.Unmarshal(b, &run); err != nil {
+			return p, fmt.Errorf("%s: %w", filepath.Join(dir, results.RunFile), err)
+		}
+		p.Run = &run
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return p, err
+	}
+	recs, warns, err := results.ReadRecords(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		p.Warnings = append(p.Warnings, "no "+results.RequestsFile+": histograms need the per-request records")
+	case err != nil:
+		return p, err
+	}
+	p.Records = recs
+	p.Warnings = append(p.Warnings, warns...)
+	return p, nil
+}

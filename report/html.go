@@ -1,0 +1,350 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
+)
+
+// Page is what an HTML report shows: the run's metadata (run.json), its
+// summary and, when present, the per-request records for the histograms.
+type Page struct {
+	Run     *results.Run // nil when the run directory has no run.json
+	Summary metrics.Summary
+	Records []metrics.Record
+	// Warnings are notes from reading the run (a torn last line…).
+	Warnings []string
+}
+
+// WriteHTML writes one self-contained HTML page: inline CSS and inline SVG
+// charts, no script and no external resource, so it reads offline and
+// prints. Charts: aggregate output TPS and per-user decode TPS (p50, p5,
+// the single-stream ceiling when known) against load, TTFT p50/p95 against
+// load, and per level histograms of TTFT and decode TPS. Every plotted point
+// carries a <title> with its exact value.
+func WriteHTML(w io.Writer, p Page) error {
+	s := p.Summary
+	d := htmlData{Title: "tokbench: " + s.Target.Model, Summary: s, Interrupted: s.Interrupted}
+	var labels []string
+	var outTPS, dP50, dP5, ttft50, ttft95, ceiling []float64
+	hasCeiling := false
+	for i := range s.Levels {
+		lv := &s.Levels[i]
+		labels = append(labels, lv.Load.String())
+		outTPS = append(outTPS, lv.OutputTPS)
+		dP50 = append(dP50, valueIf(lv.DecodeTPS.P50, lv.DecodeTPS.Count))
+		dP5 = append(dP5, valueIf(lv.DecodeTPS.P5, lv.DecodeTPS.Count))
+		ttft50 = append(ttft50, valueIf(lv.TTFT.P50, lv.TTFT.Count))
+		ttft95 = append(ttft95, valueIf(lv.TTFT.P95, lv.TTFT.Count))
+		c := math.NaN()
+		if lv.Physics != nil && lv.Physics.DecodeTPSCeiling > 0 {
+			c, hasCeiling = lv.Physics.DecodeTPSCeiling, true
+		}
+		ceiling = append(ceiling, c)
+		d.Rows = append(d.Rows, levelRow(lv))
+	}
+	perUser := []series{{Name: "decode p50", Color: "#1f77b4", Values: dP50}, {Name: "decode p5 (slowest 5%)", Color: "#ff7f0e", Values: dP5}}
+	if hasCeiling {
+		perUser = append(perUser, series{Name: "single-stream ceiling", Color: "#d62728", Values: ceiling, Dashed: true})
+	}
+	if len(labels) > 0 {
+		d.Charts = append(d.Charts,
+			lineChart("Aggregate output tokens/s vs load", "tok/s", labels, []series{{Name: "output tok/s", Color: "#2ca02c", Values: outTPS}}),
+			lineChart("Per-user decode tokens/s vs load", "tok/s", labels, perUser),
+			lineChart("TTFT vs load", "ms", labels, []series{{Name: "TTFT p50", Color: "#1f77b4", Values: ttft50}, {Name: "TTFT p95", Color: "#d62728", Values: ttft95}}),
+		)
+	}
+	for i := range s.Levels {
+		var ttft, dtps []float64
+		for j := range p.Records {
+			r := &p.Records[j]
+			if r.Level != i || !r.OK {
+				continue
+			}
+			ttft = append(ttft, r.TTFTMs)
+			if v, ok := r.DecodeTPS(); ok {
+				dtps = append(dtps, v)
+			}
+		}
+		if len(ttft) == 0 {
+			continue
+		}
+		name := s.Levels[i].Load.String()
+		d.Hists = append(d.Hists, histogram("TTFT at "+name, "ms", ttft, "#1f77b4"), histogram("Decode TPS at "+name, "tok/s", dtps, "#2ca02c"))
+	}
+	d.Meta = metaRows(p.Run, s)
+	d.Notes = append(d.Notes, p.Warnings...)
+	d.Notes = append(d.Notes, s.Warnings...)
+	for _, lv := range s.Levels {
+		if lv.Requests.Failed > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
+		}
+		for _, wn := range lv.Warnings {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s: %s", lv.Load, wn))
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range p.Records {
+		if !r.OK && r.Error != "" && !seen[r.ErrorClass+r.Error] && len(d.Errors) < 20 {
+			seen[r.ErrorClass+r.Error] = true
+			d.Errors = append(d.Errors, fmt.Sprintf("%s: %s", r.ErrorClass, r.Error))
+		}
+	}
+	return htmlTmpl.Execute(w, d)
+}
+
+type htmlData struct {
+	Title       string
+	Summary     metrics.Summary
+	Interrupted bool
+	Rows        [][]string
+	Charts      []template.HTML
+	Hists       []template.HTML
+	Meta        [][2]string
+	Notes       []string
+	Errors      []string
+}
+
+// htmlColumns head the level table; levelRow fills them.
+var htmlColumns = []string{"load", "ok", "failed", "TTFT p50 ms", "TTFT p95 ms", "TTFT p99 ms",
+	"decode TPS p50", "P95 (slowest 5%)", "TPOT p50 ms", "ITL p99 ms", "E2E p50 ms", "output tok/s", "req/s"}
+
+func levelRow(lv *metrics.Level) []string {
+	return []string{lv.Load.String(), fmt.Sprint(lv.Requests.Completed), fmt.Sprint(lv.Requests.Failed),
+		num(lv.TTFT.P50, lv.TTFT.Count), num(lv.TTFT.P95, lv.TTFT.Count), num(lv.TTFT.P99, lv.TTFT.Count),
+		num(lv.DecodeTPS.P50, lv.DecodeTPS.Count), num(lv.DecodeTPS.P5, lv.DecodeTPS.Count),
+		num(lv.TPOT.P50, lv.TPOT.Count), num(lv.ITL.P99, lv.ITL.Count), num(lv.E2E.P50, lv.E2E.Count),
+		num(lv.OutputTPS, 1), num(lv.RequestRPS, 1)}
+}
+
+func valueIf(v float64, count int) float64 {
+	if count == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
+func metaRows(run *results.Run, s metrics.Summary) [][2]string {
+	t := s.Target
+	rows := [][2]string{{"target", t.URL}, {"api", t.API}, {"model", t.Model}, {"simulated", fmt.Sprint(t.Simulated)}}
+	if run == nil {
+		return append(rows, [2]string{"run.json", "missing"})
+	}
+	rows = append(rows, [2]string{"tool", run.Tool + " " + run.Version})
+	if !run.StartedAt.IsZero() {
+		rows = append(rows, [2]string{"started", run.StartedAt.UTC().Format("2006-01-02 15:04:05 MST")})
+	}
+	for _, k := range sortedKeys(run.Meta) {
+		rows = append(rows, [2]string{k, run.Meta[k]})
+	}
+	keys := make([]string, 0, len(run.Config))
+	for k := range run.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rows = append(rows, [2]string{"config " + k, fmt.Sprint(run.Config[k])})
+	}
+	return rows
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"cols": func() []string { return htmlColumns }}).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #eee;background:#fff}
+.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:6px 10px;margin:6px 0}
+.sim{color:#b00;font-weight:bold}
+@media print{.charts svg{break-inside:avoid}}
+</style></head>
+<body>
+<h1>{{.Title}}{{if .Summary.Target.Simulated}} <span class="sim">(simulated)</span>{{end}}</h1>
+{{if .Interrupted}}<p class="warn">Interrupted: the last level is partial.</p>{{end}}
+<h2>Levels</h2>
+<table><tr>{{range cols}}<th class="n">{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p>For decode TPS, higher is better: "P95 (slowest 5%)" is the 5th percentile, the rate 95% of requests beat.</p>
+<h2>Degradation curve and latency</h2>
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+{{if .Hists}}<h2>Distributions per level</h2>
+<div class="charts">{{range .Hists}}{{.}}{{end}}</div>{{end}}
+<h2>Run</h2>
+<table>{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}</table>
+{{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
+{{end}}{{end}}
+{{if .Errors}}<h2>Errors</h2><ul>{{range .Errors}}<li>{{.}}</li>
+{{end}}</ul>{{end}}
+</body></html>
+`))
+
+// series is one line of a chart; NaN values are gaps.
+type series struct {
+	Name   string
+	Color  string
+	Values []float64
+	Dashed bool
+}
+
+const (
+	chartW, chartH                 = 520, 300
+	padL, padR, padT, padB float64 = 60, 16, 30, 60
+)
+
+// lineChart draws series against evenly spaced categories (the load
+// levels), with a y axis from 0 to a rounded maximum.
+func lineChart(title, unit string, labels []string, ss []series) template.HTML {
+	var b strings.Builder
+	top := 0.0
+	for _, s := range ss {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) {
+				top = max(top, v)
+			}
+		}
+	}
+	ymax, step := niceScale(top)
+	pw, ph := chartW-padL-padR, chartH-padT-padB
+	x := func(i int) float64 {
+		if len(labels) == 1 {
+			return padL + pw/2
+		}
+		return padL + pw*float64(i)/float64(len(labels)-1)
+	}
+	y := func(v float64) float64 { return padT + ph*(1-v/ymax) }
+	svgOpen(&b, title)
+	axes(&b, unit, ymax, step)
+	for i, l := range labels {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, x(i), padT+ph+16, template.HTMLEscapeString(l))
+	}
+	for k, s := range ss {
+		dash := ""
+		if s.Dashed {
+			dash = ` stroke-dasharray="6 4"`
+		}
+		var pts []string
+		for i, v := range s.Values {
+			if math.IsNaN(v) {
+				continue
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`, s.Color, dash, strings.Join(pts, " "))
+		for i, v := range s.Values {
+			if math.IsNaN(v) {
+				continue
+			}
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s %s: %s %s</title></circle>`,
+				x(i), y(v), s.Color, template.HTMLEscapeString(labels[i]), template.HTMLEscapeString(s.Name), num(v, 1), unit)
+		}
+		lx := padL + float64(k%2)*pw/2
+		ly := float64(chartH) - 22 + float64(k/2)*14
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/><text x="%.1f" y="%.1f" font-size="11">%s</text>`,
+			lx, ly-4, lx+18, ly-4, s.Color, dash, lx+22, ly, template.HTMLEscapeString(s.Name))
+	}
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
+}
+
+// histogram draws the distribution of values in up to 20 equal bins.
+func histogram(title, unit string, values []float64, color string) template.HTML {
+	var b strings.Builder
+	svgOpen(&b, title)
+	if len(values) == 0 {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">no samples</text></svg>`, chartW/2, chartH/2)
+		return template.HTML(b.String())
+	}
+	lo, hi := values[0], values[0]
+	for _, v := range values {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	bins := min(20, max(1, int(math.Ceil(math.Sqrt(float64(len(values)))))*2))
+	width := (hi - lo) / float64(bins)
+	if width == 0 {
+		bins, width = 1, 1
+	}
+	counts := make([]int, bins)
+	for _, v := range values {
+		i := min(int((v-lo)/width), bins-1)
+		counts[i]++
+	}
+	top := 0
+	for _, c := range counts {
+		top = max(top, c)
+	}
+	ymax, step := niceScale(float64(top))
+	pw, ph := chartW-padL-padR, chartH-padT-padB
+	axes(&b, "requests", ymax, step)
+	bw := pw / float64(bins)
+	for i, c := range counts {
+		h := ph * float64(c) / ymax
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s–%s %s: %d</title></rect>`,
+			padL+bw*float64(i)+1, padT+ph-h, max(bw-2, 1), h, color, num(lo+width*float64(i), 1), num(lo+width*float64(i+1), 1), unit, c)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s</text><text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s %s</text>`,
+		padL, padT+ph+16, num(lo, 1), padL+pw, padT+ph+16, num(hi, 1), unit)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%d requests</text></svg>`, padL+pw/2, float64(chartH)-20, len(values))
+	return template.HTML(b.String())
+}
+
+func svgOpen(b *strings.Builder, title string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+		chartW, chartH, chartW, chartH, template.HTMLEscapeString(title))
+	fmt.Fprintf(b, `<text x="%d" y="18" text-anchor="middle" font-size="13" font-weight="bold">%s</text>`, chartW/2, template.HTMLEscapeString(title))
+}
+
+// axes draws the plot frame, horizontal grid lines and y tick labels.
+func axes(b *strings.Builder, unit string, ymax, step float64) {
+	pw, ph := chartW-padL-padR, chartH-padT-padB
+	for v := 0.0; v <= ymax+step/2; v += step {
+		yy := padT + ph*(1-v/ymax)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text x="%.1f" y="%.1f" text-anchor="end" font-size="11">%s</text>`,
+			padL, yy, padL+pw, yy, padL-4, yy+4, trimNum(v))
+	}
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#888"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#888"/>`,
+		padL, padT, padL, padT+ph, padL, padT+ph, padL+pw, padT+ph)
+	fmt.Fprintf(b, `<text x="14" y="%.1f" font-size="11" transform="rotate(-90 14 %.1f)" text-anchor="middle">%s</text>`, padT+ph/2, padT+ph/2, template.HTMLEscapeString(unit))
+}
+
+// niceScale rounds top up to 1, 2 or 5 times a power of ten over about five
+// ticks and returns that maximum and the tick step.
+func niceScale(top float64) (float64, float64) {
+	if top <= 0 || math.IsNaN(top) {
+		return 1, 0.2
+	}
+	raw := top / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	return step * math.Ceil(top/step-1e-9), step
+}
+
+func trimNum(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
+)
+
+func TestWriteHTML(t *testing.T) {
+	s, recs := fixture()
+	s.Levels[0].Physics = &metrics.Physics{DecodeTPSCeiling: 240, Deployment: "llama-3.1-8b bf16 on 1× h100-sxm"}
+	s.Warnings = []string{"client CPU was busy <90%>"}
+	recs[7].Error = "HTTP 429: slow down"
+	run := &results.Run{Tool: "tokbench", Version: "9.9.9", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Target: s.Target, Meta: map[string]string{"hardware": "h100-sxm", "quant": "bf16"}, Config: map[string]any{"seed": 1}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, Page{Run: run, Summary: s, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	// Three curves against load and two histograms per level.
+	if n := strings.Count(html, "<svg"); n != 3+2*2 {
+		t.Errorf("%d SVG charts, want 7", n)
+	}
+	for _, want := range []string{
+		// Points carry their exact values: decode p50/p5 at c=1 (100) and
+		// c=4 (50), the ceiling, TTFT p50/p95, aggregate output TPS.
+		"<title>c=1 decode p50: 100.0 tok/s</title>",
+		"<title>c=4 decode p5 (slowest 5%): 50.00 tok/s</title>",
+		"<title>c=1 single-stream ceiling: 240.0 tok/s</title>",
+		"<title>c=1 TTFT p50: 250.0 ms</title>",
+		"<title>c=1 TTFT p95: 385.0 ms</title>",
+		"<title>c=4 TTFT p95: 1000 ms</title>",
+		"<title>c=1 output tok/s: 22.00 tok/s</title>",
+		// TTFT at c=1 is 100, 200, 300, 400 ms: four bins of one request
+		// (sqrt(4)·2 = 4 bins of 75 ms).
+		"<title>100.0–175.0 ms: 1</title>",
+		"<title>325.0–400.0 ms: 1</title>",
+		"4 requests</text>",
+		// Metadata, warnings (escaped), errors.
+		"<th>hardware</th><td>h100-sxm</td>", "<th>tool</th><td>tokbench 9.9.9</td>", "<th>config seed</th><td>1</td>",
+		"client CPU was busy &lt;90%&gt;", "c=4: 1 failed: http_429 ×1", "http_429: HTTP 429: slow down",
+		"<td class=\"n\">c=1</td><td class=\"n\">4</td><td class=\"n\">0</td><td class=\"n\">250.0</td>",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Self-contained: no script, no external resource of any kind.
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?(https?:)?//|<script|<link|@import`).FindString(html); m != "" {
+		t.Errorf("report loads an external resource or script: %q", m)
+	}
+}
+
+func TestNiceScale(t *testing.T) {
+	for _, c := range []struct{ top, max, step float64 }{
+		{0, 1, 0.2}, {22, 25, 5}, {100, 100, 20}, {385, 400, 100}, {1000, 1000, 200}, {7, 8, 2}, {0.9, 1, 0.2},
+	} {
+		if m, s := niceScale(c.top); m != c.max || s != c.step {
+			t.Errorf("niceScale(%g) = %g, %g, want %g, %g", c.top, m, s, c.max, c.step)
+		}
+	}
+}
