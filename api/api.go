@@ -74,6 +74,8 @@ type Response struct {
 	Start  time.Time // t0: the request was handed to the transport
 	Done   time.Time // the response ended (or failed)
 	Status int
+	// ID is the server's id for the response, where it sends one.
+	ID     string
 	Chunks []Chunk
 	Usage  *Usage
 	Finish string

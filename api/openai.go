@@ -122,6 +122,7 @@ type openaiChunk struct {
 		PredictedPerSecond float64 `json:"predicted_per_second"`
 	} `json:"timings"`
 	Error   json.RawMessage `json:"error"`
+	ID      string          `json:"id"`
 	Object  string          `json:"object"`
 	Message string          `json:"message"`
 }
@@ -162,6 +163,9 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) || c.Object == "error" {
 			resp.fail("stream_error", "server error in stream: %s", errorMessage(data))
 			return
+		}
+		if resp.ID == "" {
+			resp.ID = c.ID
 		}
 		text.Reset()
 		reasoning.Reset()

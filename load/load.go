@@ -12,6 +12,7 @@ package load
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,12 @@ type Level struct {
 	Duration time.Duration
 	// Warmup requests run first at the same concurrency and are not recorded.
 	Warmup int
+	// Open loop (Load.Mode "rate"): Burstiness is the gamma shape,
+	// MaxInFlight caps requests in flight (0: no cap; sends that wait for
+	// a slot count as client queue time), Seed fixes the arrival times.
+	Burstiness  float64
+	MaxInFlight int
+	Seed        uint64
 }
 
 // Source supplies the requests of a level; it is called from several
@@ -57,8 +64,10 @@ type Runner struct {
 	// Progress of the current level, readable while it runs.
 	Progress Progress
 
-	sinkMu sync.Mutex
-	nextID atomic.Int64
+	sinkMu    sync.Mutex
+	nextID    atomic.Int64
+	countOnce sync.Once
+	counter   tokenize.Tokenizer // Tokenizer with a memo for short chunks
 }
 
 // Progress counts the current level's requests and tokens.
@@ -80,7 +89,7 @@ type Result struct {
 // ErrInterrupted (with what was measured) when ctx was canceled.
 func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (Result, error) {
 	if lv.Warmup > 0 && ctx.Err() == nil {
-		w := Level{Load: lv.Load, Requests: lv.Warmup}
+		w := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup}
 		r.closedLoop(ctx, idx, w, src, nil)
 	}
 	var (
@@ -90,11 +99,20 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.Progress.Done.Store(0)
 	r.Progress.Failed.Store(0)
 	r.Progress.Tokens.Store(0)
-	wall := r.closedLoop(ctx, idx, lv, src, func(rec metrics.Record) {
+	keep := func(rec metrics.Record) {
 		mu.Lock()
 		recs = append(recs, rec)
 		mu.Unlock()
-	})
+	}
+	var wall time.Duration
+	if lv.Load.Mode == "rate" {
+		var err error
+		if wall, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
+			return Result{}, err
+		}
+	} else {
+		wall = r.closedLoop(ctx, idx, lv, src, keep)
+	}
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
 	if ctx.Err() != nil {
 		return res, ErrInterrupted
@@ -109,19 +127,8 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 	users := max(lv.Load.Concurrency, 1)
 	// Requests run on their own context so an interrupt lets them finish
 	// within the grace period instead of cutting every stream at once.
-	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelReqs()
-	stopWatch := context.AfterFunc(ctx, func() {
-		grace := r.Grace
-		if grace <= 0 {
-			cancelReqs()
-			return
-		}
-		t := time.AfterFunc(grace, cancelReqs)
-		<-reqCtx.Done()
-		t.Stop()
-	})
-	defer stopWatch()
+	reqCtx, done := r.requestContext(ctx)
+	defer done()
 
 	start := time.Now()
 	r.Progress.Start.Store(start.UnixNano())
@@ -149,28 +156,7 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 				}
 				req, inTok := src.Request(i)
 				rec := r.one(reqCtx, idx, start, req, inTok)
-				end := int64(rec.OffsetMs*1e6) + int64(rec.DoneMs*1e6)
-				for {
-					old := lastEnd.Load()
-					if end <= old || lastEnd.CompareAndSwap(old, end) {
-						break
-					}
-				}
-				if keep == nil {
-					continue
-				}
-				if rec.OK {
-					r.Progress.Done.Add(1)
-					r.Progress.Tokens.Add(int64(rec.OutputTokens))
-				} else {
-					r.Progress.Failed.Add(1)
-				}
-				keep(rec)
-				if r.Sink != nil {
-					r.sinkMu.Lock()
-					r.Sink(rec)
-					r.sinkMu.Unlock()
-				}
+				r.finish(rec, keep, &lastEnd)
 			}
 		}()
 	}
@@ -187,8 +173,120 @@ func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, req *
 	}
 	resp := r.Client.Do(ctx, req)
 	id := int(r.nextID.Add(1))
-	return Record(resp, r.Tokenizer, RecordInfo{
+	r.countOnce.Do(func() { r.counter = tokenize.Cached(r.Tokenizer, 1<<16) })
+	return Record(resp, r.counter, RecordInfo{
 		ID: id, Level: level, LevelStart: levelStart,
 		Prompt: req.Prompt(), InputTokensRequested: inTok, OutputTokensRequested: req.MaxTokens,
 	})
+}
+
+// requestContext is the context requests run on: it outlives ctx by the
+// grace period, so an interrupt lets streams in flight finish instead of
+// cutting every one at once. Call done when the level is over.
+func (r *Runner) requestContext(ctx context.Context) (reqCtx context.Context, done func()) {
+	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
+	stopWatch := context.AfterFunc(ctx, func() {
+		grace := r.Grace
+		if grace <= 0 {
+			cancelReqs()
+			return
+		}
+		t := time.AfterFunc(grace, cancelReqs)
+		<-reqCtx.Done()
+		t.Stop()
+	})
+	return reqCtx, func() { stopWatch(); cancelReqs() }
+}
+
+// finish counts a finished request, keeps it and hands it to the sink;
+// keep nil means a warm-up request, which is dropped.
+func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *atomic.Int64) {
+	end := int64(rec.OffsetMs*1e6) + int64(rec.DoneMs*1e6)
+	for {
+		old := lastEnd.Load()
+		if end <= old || lastEnd.CompareAndSwap(old, end) {
+			break
+		}
+	}
+	if keep == nil {
+		return
+	}
+	if rec.OK {
+		r.Progress.Done.Add(1)
+		r.Progress.Tokens.Add(int64(rec.OutputTokens))
+	} else {
+		r.Progress.Failed.Add(1)
+	}
+	keep(rec)
+	if r.Sink != nil {
+		r.sinkMu.Lock()
+		r.Sink(rec)
+		r.sinkMu.Unlock()
+	}
+}
+
+// openLoop sends requests at scheduled instants, whatever happens to the
+// ones before them. A send that goes out late (the client was busy, or the
+// in-flight cap was reached) records the delay as QueueMs, so latency
+// measured from the scheduled instant exposes coordinated omission.
+func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, error) {
+	rate := lv.Load.RateRPS
+	n := lv.Requests
+	if lv.Duration > 0 {
+		byTime := int(math.Ceil(rate * lv.Duration.Seconds()))
+		if n <= 0 || byTime < n {
+			n = byTime
+		}
+	}
+	offsets, err := Schedule(lv.Load.Arrival, rate, lv.Burstiness, n, lv.Seed)
+	if err != nil {
+		return 0, err
+	}
+	reqCtx, done := r.requestContext(ctx)
+	defer done()
+	var slots chan struct{}
+	if lv.MaxInFlight > 0 {
+		slots = make(chan struct{}, lv.MaxInFlight)
+	}
+	start := time.Now()
+	r.Progress.Start.Store(start.UnixNano())
+	var wg sync.WaitGroup
+	var lastEnd atomic.Int64
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+sending:
+	for i, off := range offsets {
+		due := start.Add(off)
+		if d := time.Until(due); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				break sending
+			case <-timer.C:
+			}
+		}
+		if slots != nil {
+			select {
+			case <-ctx.Done():
+				break sending
+			case slots <- struct{}{}:
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		req, inTok := src.Request(i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := r.one(reqCtx, idx, start, req, inTok)
+			rec.QueueMs = ms(rec.Start.Sub(due)) // actual t0 − scheduled instant
+			if slots != nil {
+				<-slots
+			}
+			r.finish(rec, keep, &lastEnd)
+		}()
+	}
+	wg.Wait()
+	return time.Duration(lastEnd.Load()), nil
 }

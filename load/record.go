@@ -1,6 +1,7 @@
 package load
 
 import (
+	"runtime"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		OffsetMs:              ms(resp.Start.Sub(info.LevelStart)),
 		DoneMs:                ms(resp.Done.Sub(resp.Start)),
 		HTTPStatus:            resp.Status,
+		ResponseID:            resp.ID,
 		FinishReason:          resp.Finish,
 		InputTokensRequested:  info.InputTokensRequested,
 		OutputTokensRequested: info.OutputTokensRequested,
@@ -53,6 +55,11 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	var text, reasoning strings.Builder
 	visible := -1
 	for i, c := range resp.Chunks {
+		if i%16 == 15 {
+			// Counting is CPU work beside live streams: let their readers
+			// run so their arrival stamps are not delayed behind it.
+			runtime.Gosched()
+		}
 		rec.ChunkMs[i] = ms(c.At.Sub(resp.Start))
 		estimate[i] = tok.Count(c.Text) + tok.Count(c.Reasoning)
 		text.WriteString(c.Text)

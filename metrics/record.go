@@ -29,6 +29,8 @@ type Record struct {
 	// E2E measured from the scheduled instant are these plus QueueMs.
 	QueueMs float64 `json:"queue_ms,omitempty"`
 
+	// ResponseID is the server's id of the response, for its logs.
+	ResponseID   string `json:"response_id,omitempty"`
 	OK           bool   `json:"ok"`
 	ErrorClass   string `json:"error_class,omitempty"`
 	Error        string `json:"error,omitempty"`

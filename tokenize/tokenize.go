@@ -8,6 +8,7 @@ package tokenize
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -76,4 +77,38 @@ func (t tiktoken) Decode(ids []uint) string {
 		return ""
 	}
 	return s
+}
+
+// Cached wraps tok with a memo of the counts of short texts. Streamed chunks
+// are mostly one short token that recurs ("the", " and"), so counting them
+// one by one mostly hits the memo. It holds at most maxEntries texts of up
+// to 32 bytes and is safe for concurrent use.
+func Cached(tok Tokenizer, maxEntries int) Tokenizer {
+	return &cached{Tokenizer: tok, max: maxEntries, m: make(map[string]int, 1024)}
+}
+
+type cached struct {
+	Tokenizer
+	max int
+	mu  sync.RWMutex
+	m   map[string]int
+}
+
+func (c *cached) Count(s string) int {
+	if len(s) > 32 {
+		return c.Tokenizer.Count(s)
+	}
+	c.mu.RLock()
+	n, ok := c.m[s]
+	c.mu.RUnlock()
+	if ok {
+		return n
+	}
+	n = c.Tokenizer.Count(s)
+	c.mu.Lock()
+	if len(c.m) < c.max {
+		c.m[strings.Clone(s)] = n
+	}
+	c.mu.Unlock()
+	return n
 }

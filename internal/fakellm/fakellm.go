@@ -68,6 +68,7 @@ type Server struct {
 // and when each token-carrying chunk was flushed to the connection. These
 // instants, not the script, are the truth a client is measured against.
 type Stream struct {
+	ID      string // the response id sent in every chunk
 	Arrived time.Time
 	// Flushes are the instants just before each token chunk was written.
 	Flushes []time.Time
@@ -80,7 +81,7 @@ func (f *Server) Streams() []Stream {
 	defer f.mu.Unlock()
 	out := make([]Stream, len(f.streams))
 	for i, s := range f.streams {
-		out[i] = Stream{Arrived: s.Arrived, Flushes: append([]time.Time(nil), s.Flushes...), Tokens: append([]int(nil), s.Tokens...)}
+		out[i] = Stream{ID: s.ID, Arrived: s.Arrived, Flushes: append([]time.Time(nil), s.Flushes...), Tokens: append([]int(nil), s.Tokens...)}
 	}
 	return out
 }
@@ -130,7 +131,8 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
-	st := &Stream{Arrived: arrived}
+	id := fmt.Sprintf("fake-%d", n)
+	st := &Stream{ID: id, Arrived: arrived}
 	f.mu.Lock()
 	f.header = r.Header.Clone()
 	f.bodies = append(f.bodies, body)
@@ -181,7 +183,7 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 			u = `,"usage":` + usageJSON
 		}
 		if s.Completions {
-			return fmt.Sprintf(`{"id":"x","object":"text_completion","choices":[{"index":0,"text":%q,"finish_reason":%s}]%s}`, content, fin, u)
+			return fmt.Sprintf(`{"id":"`+id+`","object":"text_completion","choices":[{"index":0,"text":%q,"finish_reason":%s}]%s}`, content, fin, u)
 		}
 		delta := `{}`
 		switch {
@@ -190,10 +192,10 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		case content != "" || finish == "":
 			delta = fmt.Sprintf(`{"content":%q}`, content)
 		}
-		return fmt.Sprintf(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":%s,"finish_reason":%s}]%s}`, delta, fin, u)
+		return fmt.Sprintf(`{"id":"`+id+`","object":"chat.completion.chunk","choices":[{"index":0,"delta":%s,"finish_reason":%s}]%s}`, delta, fin, u)
 	}
 	if s.RoleChunk && !s.Completions {
-		send(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
+		send(`{"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
 	}
 	tok := 0
 	for c := 0; tok < s.Tokens; c++ {
@@ -259,7 +261,7 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	} else {
 		send(chunk("", "", "length", ""))
 		if wantUsage {
-			send(`{"id":"x","object":"chat.completion.chunk","choices":[],"usage":` + usage + `}`)
+			send(`{"id":"` + id + `","object":"chat.completion.chunk","choices":[],"usage":` + usage + `}`)
 		}
 	}
 	send("[DONE]")
