@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ import (
 type benchFlags struct {
 	url, apiName, model   string
 	concurrency           string
+	rate, arrival         string
+	burstiness            float64
+	maxConcurrency        int
 	requests              int
 	duration              time.Duration
 	warmup                int
@@ -65,6 +69,10 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.apiName, "api", "openai-chat", "protocol: openai-chat, openai-completions, auto")
 	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
 	fl.StringVar(&f.concurrency, "concurrency", "1,4,16", "comma list of concurrent users, one level each")
+	fl.StringVar(&f.rate, "rate", "", "open loop: comma list of request rates per second, one level each (instead of --concurrency)")
+	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson, gamma")
+	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma arrivals: shape (below 1 burstier than Poisson, above 1 smoother)")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on requests in flight; late sends count as client queue time (0: no cap)")
 	fl.IntVar(&f.requests, "requests", 0, "requests per level (default max(4×concurrency, 16); with --duration, a cap)")
 	fl.DurationVar(&f.duration, "duration", 0, "run each level this long instead of a request count, e.g. 60s")
 	fl.IntVar(&f.warmup, "warmup", 1, "unrecorded warm-up requests before each level")
@@ -102,8 +110,28 @@ type benchPlan struct {
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
 	p := &benchPlan{header: http.Header{}}
-	conc, err := parseIntList("--concurrency", f.concurrency, 1)
-	if err != nil {
+	var conc []int
+	var rates []float64
+	var err error
+	if f.rate != "" {
+		if set("concurrency") {
+			return nil, usagef("--rate: give --concurrency (closed loop) or --rate (open loop), not both")
+		}
+		if rates, err = parseFloatList("--rate", f.rate); err != nil {
+			return nil, err
+		}
+		switch f.arrival {
+		case load.ArrivalConstant, load.ArrivalPoisson, load.ArrivalGamma:
+		default:
+			return nil, usagef("--arrival: unknown %q (known: constant, poisson, gamma)", f.arrival)
+		}
+		if !(f.burstiness > 0) {
+			return nil, usagef("--burstiness: must be positive, got %g", f.burstiness)
+		}
+		if f.maxConcurrency < 0 {
+			return nil, usagef("--max-concurrency: must be 0 or more, got %d", f.maxConcurrency)
+		}
+	} else if conc, err = parseIntList("--concurrency", f.concurrency, 1); err != nil {
 		return nil, err
 	}
 	switch {
@@ -172,6 +200,17 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 			p.header.Set("Authorization", "Bearer "+key)
 			p.secrets = append(p.secrets, key)
 		}
+	}
+	for _, r := range rates {
+		n := f.requests
+		if n == 0 && f.duration == 0 {
+			n = max(int(math.Ceil(10*r)), 16)
+		}
+		p.levels = append(p.levels, load.Level{
+			Load:     metrics.Load{Mode: "rate", RateRPS: r, Arrival: f.arrival},
+			Requests: n, Duration: f.duration, Warmup: f.warmup,
+			Burstiness: f.burstiness, MaxInFlight: f.maxConcurrency, Seed: f.seed,
+		})
 	}
 	for _, c := range conc {
 		n := f.requests
@@ -281,6 +320,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	if w != nil {
 		if err := w.WriteSummary(summary); err != nil {
+			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+		} else if err := writeReportHTML(w.Dir()); err != nil {
 			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
 		}
 	}
@@ -414,12 +455,18 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		hs = append(hs, redactHeaderArg(h))
 	}
 	var conc []int
+	var rates []float64
 	for _, lv := range p.levels {
-		conc = append(conc, lv.Load.Concurrency)
+		if lv.Load.Mode == "rate" {
+			rates = append(rates, lv.Load.RateRPS)
+		} else {
+			conc = append(conc, lv.Load.Concurrency)
+		}
 	}
 	return map[string]any{
 		"url": api.RedactURL(f.url), "api": p.adapter.Name(), "model": f.model,
-		"concurrency": conc, "requests": f.requests, "duration": f.duration.String(),
+		"concurrency": conc, "rate": rates, "arrival": f.arrival, "burstiness": f.burstiness,
+		"max_concurrency": f.maxConcurrency, "requests": f.requests, "duration": f.duration.String(),
 		"warmup": f.warmup, "input_tokens": f.inputTokens, "output_tokens": f.outputTokens,
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),

@@ -233,3 +233,34 @@ func TestBenchPhysicsMBU(t *testing.T) {
 		t.Errorf("unknown hardware: exit %d, %q", code, stderr)
 	}
 }
+
+func TestBenchRateLevels(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: time.Millisecond, Tokens: 4, Usage: true})
+	defer srv.Close()
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
+		"--rate", "50,100", "--arrival", "constant", "--requests", "10", "--warmup", "0", "--format", "json", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{50, 100} {
+		lv := s.Levels[i]
+		if lv.Load.Mode != "rate" || lv.Load.RateRPS != want || lv.Load.Arrival != "constant" || lv.Requests.Completed != 10 {
+			t.Errorf("level %d = %+v %+v", i, lv.Load, lv.Requests)
+		}
+		if lv.QueueMs == nil || lv.TTFTSched == nil || lv.TTFTSched.P50 < lv.TTFT.P50 {
+			t.Errorf("level %d: no client queue or TTFT from the schedule", i)
+		}
+		// 10 sends 1/rate apart: the level lasts at least 9/rate seconds.
+		if lv.DurationS < 9/want {
+			t.Errorf("level %d lasted %.3f s, shorter than its schedule", i, lv.DurationS)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Errorf("bench --out wrote no report.html: %v", err)
+	}
+}

@@ -22,6 +22,20 @@ func parseIntList(flag, s string, lo int) ([]int, error) {
 	return out, nil
 }
 
+// parseFloatList parses "2,5.5" for flag, each value positive.
+func parseFloatList(flag, s string) ([]float64, error) {
+	var out []float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		v, err := strconv.ParseFloat(part, 64)
+		if err != nil || !(v > 0) || v > 1e6 {
+			return nil, usagef("%s: %q is not a positive number (want a comma list like 2,5)", flag, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // sensitiveHeader reports whether a header's value is a credential.
 func sensitiveHeader(name string) bool {
 	n := strings.ToLower(name)

@@ -36,9 +36,21 @@ the network and has no script, so it opens offline and prints.`,
 }
 
 func runReport(env Env, dir string) error {
+	if _, err := readPage(dir); err != nil {
+		return usagef("%v", err)
+	}
+	if err := writeReportHTML(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s\n", filepath.Join(dir, "report.html"))
+	return nil
+}
+
+// writeReportHTML renders dir/report.html from the run directory's files.
+func writeReportHTML(dir string) error {
 	page, err := readPage(dir)
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	var b bytes.Buffer
 	if err := report.WriteHTML(&b, page); err != nil {
@@ -52,7 +64,6 @@ func runReport(env Env, dir string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s\n", path)
 	return nil
 }
 
