@@ -71,13 +71,14 @@ type Level struct {
 	TokensPerChunk Stats `json:"tokens_per_chunk"`
 	// QueueMs, TTFTSched and E2ESched are set for open-loop levels: client
 	// queue delay and latencies from the scheduled send instant.
-	QueueMs   *Stats    `json:"queue_ms,omitempty"`
-	TTFTSched *Stats    `json:"ttft_from_scheduled_ms,omitempty"`
-	E2ESched  *Stats    `json:"e2e_from_scheduled_ms,omitempty"`
-	ServerTPS *Stats    `json:"server_decode_tps,omitempty"`
-	Shortfall Shortfall `json:"output_shortfall"`
-	Physics   *Physics  `json:"physics,omitempty"`
-	Warnings  []string  `json:"warnings,omitempty"`
+	QueueMs   *Stats     `json:"queue_ms,omitempty"`
+	TTFTSched *Stats     `json:"ttft_from_scheduled_ms,omitempty"`
+	E2ESched  *Stats     `json:"e2e_from_scheduled_ms,omitempty"`
+	ServerTPS *Stats     `json:"server_decode_tps,omitempty"`
+	Shortfall Shortfall  `json:"output_shortfall"`
+	Physics   *Physics   `json:"physics,omitempty"`
+	SLO       *SLOResult `json:"slo,omitempty"`
+	Warnings  []string   `json:"warnings,omitempty"`
 }
 
 // Physics relates a level's decode speed to what the hardware allows; set
@@ -99,11 +100,15 @@ type Physics struct {
 
 // Summary is the whole of summary.json.
 type Summary struct {
-	Schema      string   `json:"schema"`
-	Target      Target   `json:"target"`
-	Interrupted bool     `json:"interrupted"`
-	Levels      []Level  `json:"levels"`
-	Warnings    []string `json:"warnings,omitempty"`
+	Schema      string  `json:"schema"`
+	Target      Target  `json:"target"`
+	Interrupted bool    `json:"interrupted"`
+	Levels      []Level `json:"levels"`
+	// SLOs in force, the highest load meeting all of them, and the knee.
+	SLOs     []string  `json:"slos,omitempty"`
+	Capacity *Capacity `json:"capacity,omitempty"`
+	Knee     *Knee     `json:"knee,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // Target is what was measured. URL never carries credentials.

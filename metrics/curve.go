@@ -1,0 +1,182 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Capacity is the highest load at which a level meets every SLO,
+// interpolated between the last passing and the first failing level.
+type Capacity struct {
+	Mode string `json:"mode"` // "concurrency" or "rate"
+	// Value is the interpolated load (users or req/s); 0 when no level passed.
+	Value float64 `json:"value"`
+	// MeasuredPassing is the highest measured level that passed (0: none).
+	MeasuredPassing float64 `json:"measured_passing"`
+	// FirstFailing is the lowest measured level above it that failed (0: none).
+	FirstFailing float64 `json:"first_failing,omitempty"`
+	// LimitedBy is the objective that breaks first above the capacity.
+	LimitedBy string `json:"limited_by,omitempty"`
+	Statement string `json:"statement"`
+}
+
+// Knee is where aggregate throughput stops paying for lost per-user speed:
+// the level that maximises aggregate output TPS × per-user decode TPS p50.
+// Beyond it, each step up in load loses a larger share of every user's speed
+// than it adds to the total.
+type Knee struct {
+	Mode      string  `json:"mode"`
+	Value     float64 `json:"value"`
+	OutputTPS float64 `json:"output_tps"`
+	DecodeTPS float64 `json:"decode_tps_p50"`
+	// Reached is false when the product still grows at the highest level
+	// measured: the knee lies beyond it.
+	Reached   bool   `json:"reached"`
+	Statement string `json:"statement"`
+}
+
+// LoadValue is a level's position on the load axis: users or req/s.
+func LoadValue(l Load) float64 {
+	if l.Mode == "rate" {
+		return l.RateRPS
+	}
+	return float64(l.Concurrency)
+}
+
+func unitOf(mode string, v float64) string {
+	if mode == "rate" {
+		return fmt.Sprintf("%s req/s", trim(v))
+	}
+	if v == 1 {
+		return "1 user"
+	}
+	return fmt.Sprintf("%s users", trim(v))
+}
+
+func trim(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// curve returns the levels of one mode sorted by load.
+func curve(levels []Level, mode string) []*Level {
+	var out []*Level
+	for i := range levels {
+		if levels[i].Load.Mode == mode {
+			out = append(out, &levels[i])
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return LoadValue(out[a].Load) < LoadValue(out[b].Load) })
+	return out
+}
+
+// FindCapacity answers "how much load meets every SLO?" from levels that
+// carry SLO verdicts (see ApplySLOs), for the mode of the first level.
+func FindCapacity(levels []Level, slos []SLO) *Capacity {
+	if len(levels) == 0 || len(slos) == 0 {
+		return nil
+	}
+	mode := levels[0].Load.Mode
+	lv := curve(levels, mode)
+	exprs := make([]string, len(slos))
+	for i, o := range slos {
+		exprs[i] = o.Expr
+	}
+	goal := strings.Join(exprs, " and ")
+	c := &Capacity{Mode: mode}
+	pass := -1
+	for i, l := range lv {
+		if l.SLO == nil || !l.SLO.Met {
+			break
+		}
+		pass = i
+	}
+	if pass < 0 {
+		first := lv[0]
+		c.FirstFailing = LoadValue(first.Load)
+		c.LimitedBy = firstBroken(first)
+		c.Statement = fmt.Sprintf("no level meets %s: already at %s, %s", goal, unitOf(mode, c.FirstFailing), c.LimitedBy)
+		return c
+	}
+	p := lv[pass]
+	c.MeasuredPassing = LoadValue(p.Load)
+	c.Value = c.MeasuredPassing
+	if pass == len(lv)-1 {
+		c.Statement = fmt.Sprintf("holds at least %s at %s (the highest level measured)", unitOf(mode, c.Value), goal)
+		return c
+	}
+	f := lv[pass+1]
+	c.FirstFailing = LoadValue(f.Load)
+	best := c.FirstFailing
+	for i, o := range slos {
+		mp := o.Margin(p.SLO.Checks[i].Value)
+		mf := o.Margin(f.SLO.Checks[i].Value)
+		if f.SLO.Checks[i].Met || mf >= 0 {
+			continue
+		}
+		x := c.MeasuredPassing + (c.FirstFailing-c.MeasuredPassing)*mp/(mp-mf)
+		if x < best {
+			best, c.LimitedBy = x, o.Expr
+		}
+	}
+	if c.LimitedBy == "" { // failed for lack of completed requests
+		c.LimitedBy = firstBroken(f)
+	}
+	c.Value = best
+	if mode == "concurrency" {
+		c.Value = math.Floor(best)
+	}
+	c.Statement = fmt.Sprintf("holds %s at %s (between %s, which passed, and %s, where %s broke)",
+		unitOf(mode, c.Value), goal, trim(c.MeasuredPassing), trim(c.FirstFailing), c.LimitedBy)
+	return c
+}
+
+func firstBroken(l *Level) string {
+	if l.SLO == nil {
+		return "no verdict"
+	}
+	for _, ch := range l.SLO.Checks {
+		if !ch.Met {
+			return fmt.Sprintf("%s (was %.4g)", ch.Expr, ch.Value)
+		}
+	}
+	return "no request completed"
+}
+
+// FindKnee locates the knee of the degradation curve of the first level's
+// mode; nil with fewer than three levels that completed requests.
+func FindKnee(levels []Level) *Knee {
+	if len(levels) == 0 {
+		return nil
+	}
+	mode := levels[0].Load.Mode
+	var lv []*Level
+	for _, l := range curve(levels, mode) {
+		if l.Requests.Completed > 0 && l.DecodeTPS.Count > 0 {
+			lv = append(lv, l)
+		}
+	}
+	if len(lv) < 3 {
+		return nil
+	}
+	best := 0
+	for i, l := range lv {
+		if l.OutputTPS*l.DecodeTPS.P50 > lv[best].OutputTPS*lv[best].DecodeTPS.P50 {
+			best = i
+		}
+	}
+	b := lv[best]
+	k := &Knee{Mode: mode, Value: LoadValue(b.Load), OutputTPS: b.OutputTPS, DecodeTPS: b.DecodeTPS.P50, Reached: best < len(lv)-1}
+	if k.Reached {
+		k.Statement = fmt.Sprintf("knee at %s: %.0f tok/s aggregate, %.1f tok/s per user (p50); more load loses more per-user speed than it adds in total",
+			unitOf(mode, k.Value), k.OutputTPS, k.DecodeTPS)
+	} else {
+		k.Statement = fmt.Sprintf("no knee up to %s: aggregate TPS still pays for lost per-user speed at the highest level measured",
+			unitOf(mode, k.Value))
+	}
+	return k
+}

@@ -1,0 +1,131 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSLOs(t *testing.T) {
+	got, err := ParseSLOs("ttft_p95<=500ms, tps_p5>=40,e2e_p99<=8s,itl_p50<=250us,error_rate<=0.01,ttft_median<=1.5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SLO{
+		{"ttft_p95<=500ms", "ttft_ms", "p95", true, 500},
+		{"tps_p5>=40", "decode_tps", "p5", false, 40},
+		{"e2e_p99<=8s", "e2e_ms", "p99", true, 8000},
+		{"itl_p50<=250us", "itl_ms", "p50", true, 0.25},
+		{"error_rate<=0.01", "error_rate", "", true, 0.01},
+		{"ttft_median<=1.5s", "ttft_ms", "p50", true, 1500},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ParseSLOs = %d objectives, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("objective %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "ttft<=5ms", "ttft_p95<500ms", "speed_p50>=3", "ttft_p95<=fast", "output_tps_p50>=3", "tps_p5>=-1", "ttft_p95<=5parsecs"} {
+		if _, err := ParseSLOs(bad); err == nil {
+			t.Errorf("ParseSLOs(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseSLOs(%q) error spans lines: %v", bad, err)
+		}
+	}
+}
+
+func recWith(ttft, e2e float64, tokens int) Record {
+	r := Record{OK: true, TTFTMs: ttft, TTFVTMs: ttft, E2EMs: e2e, OutputTokens: tokens}
+	step := (e2e - ttft) / float64(tokens-1)
+	for i := 0; i < tokens; i++ {
+		r.ChunkMs = append(r.ChunkMs, ttft+float64(i)*step)
+		r.ChunkTokens = append(r.ChunkTokens, 1)
+	}
+	r.DoneMs = e2e
+	return r
+}
+
+func TestApplySLOsAndGoodput(t *testing.T) {
+	// decode TPS of each: 10 tokens, 9 gaps over (e2e − ttft).
+	recs := []Record{
+		recWith(100, 190, 10),  // 100 tok/s
+		recWith(200, 290, 10),  // 100 tok/s
+		recWith(300, 525, 10),  // 40 tok/s
+		recWith(900, 1080, 10), // 50 tok/s, TTFT too slow
+		{OK: false, ErrorClass: "http_500"},
+	}
+	lv := Summarize(Load{Mode: "concurrency", Concurrency: 4}, recs, 2.0)
+	slos, _ := ParseSLOs("ttft_p50<=300ms,tps_p50>=60,error_rate<=0.1")
+	ApplySLOs(&lv, recs, slos)
+	// TTFT p50 of 100,200,300,900 = 250: met. TPS p50 of 40,50,100,100 = 75: met.
+	// Error rate 1/5 = 0.2: broken.
+	want := []SLOCheck{{"ttft_p50<=300ms", 250, true}, {"tps_p50>=60", 75, true}, {"error_rate<=0.1", 0.2, false}}
+	for i, w := range want {
+		if c := lv.SLO.Checks[i]; c.Expr != w.Expr || !near(c.Value, w.Value, 1e-9) || c.Met != w.Met {
+			t.Errorf("check %d = %+v, want %+v", i, c, w)
+		}
+	}
+	if lv.SLO.Met {
+		t.Error("level met its SLOs with one broken")
+	}
+	// Per request: ttft ≤ 300 and tps ≥ 60 → the first two only: 2 / 2 s.
+	if !near(lv.GoodputRPS, 1.0, 1e-12) {
+		t.Errorf("goodput = %g, want 1", lv.GoodputRPS)
+	}
+}
+
+func level(c int, ttftP95, tpsP5, outTPS, tpsP50 float64) Level {
+	lv := Level{Load: Load{Mode: "concurrency", Concurrency: c}, OutputTPS: outTPS}
+	lv.Requests.Completed = 10
+	lv.TTFT = Stats{Count: 10, P95: ttftP95}
+	lv.DecodeTPS = Stats{Count: 10, P5: tpsP5, P50: tpsP50}
+	return lv
+}
+
+func TestCapacityInterpolates(t *testing.T) {
+	slos, _ := ParseSLOs("tps_p5>=40,ttft_p95<=1s")
+	levels := []Level{
+		level(32, 1500, 30, 1200, 35),
+		level(1, 100, 100, 100, 100),
+		level(16, 600, 50, 900, 55),
+		level(8, 300, 70, 600, 75),
+	}
+	for i := range levels {
+		ApplySLOs(&levels[i], nil, slos)
+	}
+	c := FindCapacity(levels, slos)
+	// tps_p5: margin at 16 = (50−40)/40 = 0.25, at 32 = (30−40)/40 = −0.25 → 24.
+	// ttft_p95: margin at 16 = 0.4, at 32 = −0.5 → 16 + 16·0.4/0.9 = 23.1 → binds first.
+	if c.MeasuredPassing != 16 || c.FirstFailing != 32 || c.LimitedBy != "ttft_p95<=1s" || c.Value != 23 {
+		t.Fatalf("capacity = %+v", c)
+	}
+	if !strings.Contains(c.Statement, "holds 23 users at tps_p5>=40 and ttft_p95<=1s") {
+		t.Errorf("statement = %q", c.Statement)
+	}
+	// Nothing passes.
+	bad := []Level{level(1, 5000, 10, 10, 10)}
+	ApplySLOs(&bad[0], nil, slos)
+	if c := FindCapacity(bad, slos); c.Value != 0 || !strings.Contains(c.Statement, "no level meets") {
+		t.Errorf("capacity with no passing level = %+v", c)
+	}
+}
+
+func TestKnee(t *testing.T) {
+	levels := []Level{
+		level(1, 0, 0, 100, 100),    // product 10,000
+		level(4, 0, 0, 380, 95),     // 36,100
+		level(16, 0, 0, 1200, 75),   // 90,000  ← knee
+		level(64, 0, 0, 1500, 23.4), // 35,100
+	}
+	k := FindKnee(levels)
+	if k == nil || k.Value != 16 || !k.Reached || k.OutputTPS != 1200 {
+		t.Fatalf("knee = %+v", k)
+	}
+	if k := FindKnee(levels[:3]); k.Value != 16 || k.Reached {
+		t.Errorf("knee at the last level = %+v, want not reached", k)
+	}
+	if FindKnee(levels[:2]) != nil {
+		t.Error("knee from two levels")
+	}
+}
