@@ -242,6 +242,23 @@ func ApplySLOs(lv *Level, recs []Record, slos []SLO) {
 	if len(slos) == 0 {
 		return
 	}
+	JudgeSLOs(lv, slos)
+	good := 0
+	for i := range recs {
+		if MeetsAll(&recs[i], slos) {
+			good++
+		}
+	}
+	if lv.DurationS > 0 {
+		lv.GoodputRPS = float64(good) / lv.DurationS
+	}
+}
+
+// JudgeSLOs sets a level's verdict from its statistics alone.
+func JudgeSLOs(lv *Level, slos []SLO) {
+	if len(slos) == 0 {
+		return
+	}
 	res := &SLOResult{Met: true}
 	for _, o := range slos {
 		v := o.Observed(lv)
@@ -253,13 +270,4 @@ func ApplySLOs(lv *Level, recs []Record, slos []SLO) {
 		res.Met = res.Met && met
 	}
 	lv.SLO = res
-	good := 0
-	for i := range recs {
-		if MeetsAll(&recs[i], slos) {
-			good++
-		}
-	}
-	if lv.DurationS > 0 {
-		lv.GoodputRPS = float64(good) / lv.DurationS
-	}
 }

@@ -129,3 +129,28 @@ func TestKnee(t *testing.T) {
 		t.Error("knee from two levels")
 	}
 }
+
+func TestMedianOfRuns(t *testing.T) {
+	a := level(4, 100, 50, 1000, 60)
+	b := level(4, 300, 40, 1400, 70)
+	c := level(4, 200, 45, 1100, 65)
+	for i, l := range []*Level{&a, &b, &c} {
+		l.DurationS = float64(i + 1)
+		l.GoodputRPS = float64(10 * (i + 1))
+		l.Requests.Sent = 10
+	}
+	slos, _ := ParseSLOs("ttft_p95<=250ms")
+	m := MedianOfRuns([]Level{a, b, c}, slos)
+	if m.TTFT.P95 != 200 || m.DecodeTPS.P5 != 45 || m.OutputTPS != 1100 || m.DurationS != 2 || m.GoodputRPS != 20 {
+		t.Errorf("median level: ttft p95 %g, tps p5 %g, out %g, dur %g, goodput %g", m.TTFT.P95, m.DecodeTPS.P5, m.OutputTPS, m.DurationS, m.GoodputRPS)
+	}
+	if m.Requests.Sent != 30 || m.Requests.Completed != 30 || m.TTFT.Count != 30 {
+		t.Errorf("counts not summed: %+v, ttft count %d", m.Requests, m.TTFT.Count)
+	}
+	if sp := m.Repeats.Spread["ttft_p95"]; m.Repeats.Runs != 3 || sp != [2]float64{100, 300} {
+		t.Errorf("repeats = %+v", m.Repeats)
+	}
+	if m.SLO == nil || !m.SLO.Met || m.SLO.Checks[0].Value != 200 {
+		t.Errorf("SLO on the median = %+v", m.SLO)
+	}
+}

@@ -78,6 +78,7 @@ type Level struct {
 	Shortfall Shortfall  `json:"output_shortfall"`
 	Physics   *Physics   `json:"physics,omitempty"`
 	SLO       *SLOResult `json:"slo,omitempty"`
+	Repeats   *Repeats   `json:"repeats,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
 }
 

@@ -1,0 +1,117 @@
+package metrics
+
+import "sort"
+
+// Repeats says a level was run several times and how far the runs spread.
+type Repeats struct {
+	Runs int `json:"runs"`
+	// Spread is [min, max] over the runs of the key statistics.
+	Spread map[string][2]float64 `json:"spread"`
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return Percentile(s, 50)
+}
+
+func medianStats(runs []Level, get func(*Level) *Stats) Stats {
+	var out Stats
+	fields := []func(*Stats) *float64{
+		func(s *Stats) *float64 { return &s.Mean }, func(s *Stats) *float64 { return &s.Stddev },
+		func(s *Stats) *float64 { return &s.Min }, func(s *Stats) *float64 { return &s.P5 },
+		func(s *Stats) *float64 { return &s.P10 }, func(s *Stats) *float64 { return &s.P25 },
+		func(s *Stats) *float64 { return &s.P50 }, func(s *Stats) *float64 { return &s.P75 },
+		func(s *Stats) *float64 { return &s.P90 }, func(s *Stats) *float64 { return &s.P95 },
+		func(s *Stats) *float64 { return &s.P99 }, func(s *Stats) *float64 { return &s.Max },
+	}
+	vals := make([]float64, 0, len(runs))
+	for _, field := range fields {
+		vals = vals[:0]
+		for i := range runs {
+			if st := get(&runs[i]); st.Count > 0 {
+				vals = append(vals, *field(st))
+			}
+		}
+		if len(vals) > 0 {
+			*field(&out) = median(vals)
+		}
+	}
+	for i := range runs {
+		out.Count += get(&runs[i]).Count
+	}
+	return out
+}
+
+// MedianOfRuns folds K runs of one level into one: every statistic and rate
+// is the median of the per-run values (as one reports repeated benchmark
+// runs), counts are summed, and Repeats records the spread. SLO verdicts
+// are judged again on the median values; goodput is the median goodput.
+func MedianOfRuns(runs []Level, slos []SLO) Level {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	out := Level{Load: runs[0].Load, Requests: Requests{Errors: map[string]int{}}, TokenSource: runs[0].TokenSource}
+	scalar := func(get func(*Level) float64) float64 {
+		v := make([]float64, len(runs))
+		for i := range runs {
+			v[i] = get(&runs[i])
+		}
+		return median(v)
+	}
+	for i := range runs {
+		r := &runs[i]
+		out.Requests.Sent += r.Requests.Sent
+		out.Requests.Completed += r.Requests.Completed
+		out.Requests.Failed += r.Requests.Failed
+		for k, v := range r.Requests.Errors {
+			out.Requests.Errors[k] += v
+		}
+		out.InputTokens += r.InputTokens
+		out.OutputTokens += r.OutputTokens
+		out.Shortfall.RequestedTokens += r.Shortfall.RequestedTokens
+		out.Shortfall.ReceivedTokens += r.Shortfall.ReceivedTokens
+		out.Shortfall.ShortRequests += r.Shortfall.ShortRequests
+		out.Warnings = append(out.Warnings, r.Warnings...)
+		if r.TokenSource != out.TokenSource {
+			out.TokenSource = SourceMixed
+		}
+	}
+	out.DurationS = scalar(func(l *Level) float64 { return l.DurationS })
+	out.OutputTPS = scalar(func(l *Level) float64 { return l.OutputTPS })
+	out.SteadyOutputTPS = scalar(func(l *Level) float64 { return l.SteadyOutputTPS })
+	out.RequestRPS = scalar(func(l *Level) float64 { return l.RequestRPS })
+	out.GoodputRPS = scalar(func(l *Level) float64 { return l.GoodputRPS })
+	out.ErrorRate = scalar(func(l *Level) float64 { return l.ErrorRate })
+	out.TTFT = medianStats(runs, func(l *Level) *Stats { return &l.TTFT })
+	out.TTFVT = medianStats(runs, func(l *Level) *Stats { return &l.TTFVT })
+	out.DecodeTPS = medianStats(runs, func(l *Level) *Stats { return &l.DecodeTPS })
+	out.TPOT = medianStats(runs, func(l *Level) *Stats { return &l.TPOT })
+	out.ITL = medianStats(runs, func(l *Level) *Stats { return &l.ITL })
+	out.E2E = medianStats(runs, func(l *Level) *Stats { return &l.E2E })
+	out.E2ETPS = medianStats(runs, func(l *Level) *Stats { return &l.E2ETPS })
+	out.ChunkGap = medianStats(runs, func(l *Level) *Stats { return &l.ChunkGap })
+	out.TokensPerChunk = medianStats(runs, func(l *Level) *Stats { return &l.TokensPerChunk })
+	spread := func(get func(*Level) float64) [2]float64 {
+		lo, hi := get(&runs[0]), get(&runs[0])
+		for i := range runs {
+			v := get(&runs[i])
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		return [2]float64{lo, hi}
+	}
+	out.Repeats = &Repeats{Runs: len(runs), Spread: map[string][2]float64{
+		"ttft_p50":       spread(func(l *Level) float64 { return l.TTFT.P50 }),
+		"ttft_p95":       spread(func(l *Level) float64 { return l.TTFT.P95 }),
+		"decode_tps_p50": spread(func(l *Level) float64 { return l.DecodeTPS.P50 }),
+		"decode_tps_p5":  spread(func(l *Level) float64 { return l.DecodeTPS.P5 }),
+		"tpot_p50":       spread(func(l *Level) float64 { return l.TPOT.P50 }),
+		"e2e_p50":        spread(func(l *Level) float64 { return l.E2E.P50 }),
+		"output_tps":     spread(func(l *Level) float64 { return l.OutputTPS }),
+		"request_rps":    spread(func(l *Level) float64 { return l.RequestRPS }),
+	}}
+	goodput := out.GoodputRPS
+	JudgeSLOs(&out, slos)
+	out.GoodputRPS = goodput
+	return out
+}
