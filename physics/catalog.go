@@ -33,8 +33,12 @@ type Hardware struct {
 	StepOverhead  time.Duration // per engine iteration (scheduling, sampling, launch)
 	LayerOverhead time.Duration // per layer per iteration (kernel launches, norms)
 
-	InterconnectBytesPerSec float64       // per direction, for tensor-parallel all-reduce (NVLink etc.)
+	InterconnectBytesPerSec float64       // link speed per direction, for tensor-parallel all-reduce (NVLink etc.)
 	AllReduceLatency        time.Duration // fixed cost of one all-reduce (launch + synchronisation)
+	// AllReduceEfficiency is the fraction of InterconnectBytesPerSec an
+	// all-reduce reaches as bus bandwidth (its 2(g−1)/g of the message per
+	// second); 0 means 1.
+	AllReduceEfficiency float64
 
 	Source string
 }
@@ -210,6 +214,7 @@ type Efficiency struct {
 	MBU, MFUPrefill, MFUDecode  float64
 	StepOverhead, LayerOverhead time.Duration
 	AllReduceLatency            time.Duration
+	AllReduceEfficiency         float64 // fraction of the interconnect's link speed; 0 means 1
 }
 
 // Efficiency returns h's calibrated efficiencies.
@@ -217,7 +222,7 @@ func (h Hardware) Efficiency() Efficiency {
 	return Efficiency{
 		MBU: h.MBU, MFUPrefill: h.MFUPrefill, MFUDecode: h.MFUDecode,
 		StepOverhead: h.StepOverhead, LayerOverhead: h.LayerOverhead,
-		AllReduceLatency: h.AllReduceLatency,
+		AllReduceLatency: h.AllReduceLatency, AllReduceEfficiency: h.AllReduceEfficiency,
 	}
 }
 
@@ -225,6 +230,7 @@ func (h Hardware) Efficiency() Efficiency {
 func (h Hardware) WithEfficiency(e Efficiency) Hardware {
 	h.MBU, h.MFUPrefill, h.MFUDecode = e.MBU, e.MFUPrefill, e.MFUDecode
 	h.StepOverhead, h.LayerOverhead, h.AllReduceLatency = e.StepOverhead, e.LayerOverhead, e.AllReduceLatency
+	h.AllReduceEfficiency = e.AllReduceEfficiency
 	return h
 }
 
@@ -237,13 +243,27 @@ type Engine struct {
 	// ByClass replaces a hardware entry's efficiencies for the hardware
 	// classes listed; other classes keep the hardware's own.
 	ByClass map[string]Efficiency
-	Source  string
+	// AllReduceByClass replaces only the tensor-parallel all-reduce figures
+	// (an engine's collective library differs while its kernels do not).
+	AllReduceByClass map[string]AllReduce
+	Source           string
+}
+
+// AllReduce is how an engine's tensor-parallel all-reduce performs: a fixed
+// latency per operation and the fraction of the interconnect's link speed
+// it reaches as bus bandwidth.
+type AllReduce struct {
+	Latency    time.Duration
+	Efficiency float64
 }
 
 // Apply returns h with the efficiencies e reaches on h's class.
 func (e Engine) Apply(h Hardware) Hardware {
 	if eff, ok := e.ByClass[h.Class]; ok {
-		return h.WithEfficiency(eff)
+		h = h.WithEfficiency(eff)
+	}
+	if ar, ok := e.AllReduceByClass[h.Class]; ok {
+		h.AllReduceLatency, h.AllReduceEfficiency = ar.Latency, ar.Efficiency
 	}
 	return h
 }

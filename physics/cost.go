@@ -305,9 +305,12 @@ func (d Deployment) StepCost(s Step) StepCost {
 	return c
 }
 
-// allReduceTime is two ring all-reduces per layer (after attention and
-// after the MLP) of the step's activations: each costs a fixed latency plus
-// 2(g−1)/g of the message over the interconnect.
+// allReduceTime is two all-reduces per layer (after attention and after
+// the MLP) of the step's activations: each costs a fixed latency plus
+// 2(g−1)/g of the message at the all-reduce's bus bandwidth (the link speed
+// × AllReduceEfficiency). They are not overlapped with compute: in vLLM and
+// TensorRT-LLM each all-reduce sits between the layer's matmuls on the same
+// stream, so a step waits for it.
 func (d Deployment) allReduceTime(tokens int) time.Duration {
 	g := d.gpus()
 	if g <= 1 {
@@ -317,7 +320,7 @@ func (d Deployment) allReduceTime(tokens int) time.Duration {
 	perOp := h.AllReduceLatency
 	if h.InterconnectBytesPerSec > 0 {
 		msg := float64(tokens) * float64(d.Model.Hidden) * activationBytes
-		perOp += seconds(2 * (g - 1) / g * msg / h.InterconnectBytesPerSec)
+		perOp += seconds(2 * (g - 1) / g * msg / (h.InterconnectBytesPerSec * nonZero(h.AllReduceEfficiency)))
 	}
 	return time.Duration(2*d.Model.Layers) * perOp
 }

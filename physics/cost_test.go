@@ -257,3 +257,44 @@ func TestAchievedMBU(t *testing.T) {
 		t.Errorf("AchievedMBU(20, 4, 1000) = %g, want %g", got, want)
 	}
 }
+
+// The all-reduce of vLLM's custom kernel on H100, as measured in sglang PR
+// #2904 (vLLM kernel, no CUDA graph): 4 MB (1 Mi fp32 values) took 26.6,
+// 40.2 and 45.0 µs at TP 2, 4 and 8, and 512 bytes ~9–10 µs. One all-reduce
+// of the model's cost must land within 15% of each.
+func TestAllReduceH100MatchesMeasured(t *testing.T) {
+	h, err := LookupHardware("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		gpus      int
+		bytes     float64
+		measuredU float64
+	}{{2, 4 << 20, 26.6}, {4, 4 << 20, 40.2}, {8, 4 << 20, 45.0}, {2, 512, 9.5}, {4, 512, 9.1}, {8, 512, 10.1}} {
+		// A model of one layer with hidden H moves tokens·H·2 bytes per
+		// all-reduce, two per layer: choose H = bytes/2 and one token.
+		m := Model{Name: "probe", TotalParams: 1, Layers: 1, Hidden: int(tc.bytes / activationBytes)}
+		d := Deployment{Model: m, Hardware: h, GPUs: tc.gpus}
+		got := float64(d.allReduceTime(1)) / 2 / float64(time.Microsecond)
+		if math.Abs(got-tc.measuredU)/tc.measuredU > 0.15 {
+			t.Errorf("TP%d all-reduce of %g bytes = %.1f µs, measured %.1f µs", tc.gpus, tc.bytes, got, tc.measuredU)
+		}
+	}
+}
+
+// TensorRT-LLM keeps the kernels' efficiencies of the hardware and changes
+// only the all-reduce, to the figures fitted on #3.
+func TestTensorRTLLMChangesOnlyAllReduce(t *testing.T) {
+	h, _ := LookupHardware("h100-sxm")
+	e, err := LookupEngine("tensorrt-llm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.Apply(h)
+	want := h
+	want.AllReduceLatency, want.AllReduceEfficiency = 61*time.Microsecond, 44.0/300
+	if got != want {
+		t.Errorf("tensorrt-llm.Apply(h100-sxm) = %+v, want %+v", got, want)
+	}
+}

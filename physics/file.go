@@ -56,8 +56,9 @@ type hardwareFile struct {
 	MFUDecode          *float64 `yaml:"mfu_decode"`
 	StepOverheadUs     *float64 `yaml:"step_overhead_us"`
 	LayerOverheadUs    *float64 `yaml:"layer_overhead_us"`
-	InterconnectGBps   float64  `yaml:"interconnect_gbps"`
+	InterconnectGBps   float64  `yaml:"interconnect_gbps"` // link speed per direction
 	AllReduceLatencyUs *float64 `yaml:"allreduce_latency_us"`
+	AllReduceEff       *float64 `yaml:"allreduce_efficiency"` // fraction of interconnect_gbps an all-reduce reaches
 	Source             string   `yaml:"source"`
 }
 
@@ -189,7 +190,7 @@ func (hf hardwareFile) hardware() (Hardware, error) {
 		name string
 		v    *float64
 		dst  *float64
-	}{{"mbu", hf.MBU, &eff.MBU}, {"mfu_prefill", hf.MFUPrefill, &eff.MFUPrefill}, {"mfu_decode", hf.MFUDecode, &eff.MFUDecode}} {
+	}{{"mbu", hf.MBU, &eff.MBU}, {"mfu_prefill", hf.MFUPrefill, &eff.MFUPrefill}, {"mfu_decode", hf.MFUDecode, &eff.MFUDecode}, {"allreduce_efficiency", hf.AllReduceEff, &eff.AllReduceEfficiency}} {
 		if f.v == nil {
 			continue
 		}

@@ -15,15 +15,23 @@ const (
 var (
 	// Datacenter GPUs in vLLM / TensorRT-LLM. MBU is set to 0.80 and the
 	// overheads (400 µs per step + 15 µs per layer) are fitted to Llama-3.1-8B
-	// on H100 in vLLM (TPOT 6.48 ms, measurements.md #2). The all-reduce
-	// latency (61 µs) is fitted with A100's effective all-reduce bandwidth and
-	// MFU prefill to MPT-7B TTFT on 1/2/4 A100s (TensorRT-LLM, #3). MFU
-	// decode is inference-sim's hardware_config.json value.
+	// on H100 in vLLM (TPOT 6.48 ms, measurements.md #2). MFU decode is
+	// inference-sim's hardware_config.json value. The all-reduce is vLLM's
+	// custom all-reduce as measured on H100 (sglang PR #2904, vLLM kernel,
+	// TP 2/4/8, no CUDA graph): ~9 µs for messages up to 32 KB and
+	// 26.6/40.2/45.0 µs for 4 MB, that is ~210 GB/s of bus bandwidth over
+	// the 9 µs, 0.47 of NVLink 4's 450 GB/s per direction. TensorRT-LLM's
+	// all-reduce as Databricks measured it is slower: see the engine entry.
 	effDatacenter = Efficiency{
 		MBU: 0.80, MFUPrefill: 0.45, MFUDecode: 0.30,
 		StepOverhead: 400 * time.Microsecond, LayerOverhead: 15 * time.Microsecond,
-		AllReduceLatency: 61 * time.Microsecond,
+		AllReduceLatency: 9 * time.Microsecond, AllReduceEfficiency: 0.47,
 	}
+	// trtAllReduce is TensorRT-LLM's all-reduce in Databricks' 2023
+	// measurements: latency 61 µs and 44 GB/s on A100 NVLink 3 (44/300 of the
+	// link speed), fitted with A100's MFU prefill to MPT-7B TTFT on 1/2/4
+	// A100s (#3).
+	trtAllReduce = AllReduce{Latency: 61 * time.Microsecond, Efficiency: 44.0 / 300}
 	// Consumer GPUs in llama.cpp (CUDA): MBU and overhead fitted to the RTX
 	// 5090 and 4090 tg128 points (#8); MFU prefill is the 5090 pp512 rate
 	// against its BF16 peak (llama.cpp runs quantised prefill on integer
@@ -55,6 +63,12 @@ func hw(class string, eff Efficiency, h Hardware) Hardware {
 	return h
 }
 
+// allReduce sets the all-reduce figures of an efficiency.
+func allReduce(e Efficiency, ar AllReduce) Efficiency {
+	e.AllReduceLatency, e.AllReduceEfficiency = ar.Latency, ar.Efficiency
+	return e
+}
+
 // mfu sets the MFU pair of an efficiency.
 func mfu(e Efficiency, prefill, decode float64) Efficiency {
 	e.MFUPrefill, e.MFUDecode = prefill, decode
@@ -62,16 +76,15 @@ func mfu(e Efficiency, prefill, decode float64) Efficiency {
 }
 
 // Peak figures are from shared reference hardware.md unless a comment says
-// otherwise. Interconnect link speeds are not in the reference table: the
-// NVLink and Infinity Fabric entries hold an effective all-reduce bandwidth,
-// the link speed per direction scaled by the 44/300 that A100 reached in
-// TensorRT-LLM tensor-parallel prefill (#3); PCIe entries hold the link
-// speed. Treat all of them as uncertain.
+// otherwise. Interconnect link speeds per direction are not in the
+// reference table (NVIDIA and AMD specs): the fraction an all-reduce
+// reaches is the efficiency's AllReduceEfficiency, measured on H100 NVLink
+// only, so treat the others as uncertain.
 var builtinHardware = []Hardware{
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "h100-sxm", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 3.35 * tbps,
 		BF16FLOPS: 989.4 * tflops, FP8FLOPS: 1978.9 * tflops, // FP8 3957.8 is with sparsity
-		InterconnectBytesPerSec: 66 * gbps, // effective: NVLink 4 (450 GB/s per direction) × the A100 all-reduce efficiency 44/300
+		InterconnectBytesPerSec: 450 * gbps, // NVLink 4, per direction
 		Source:                  "NVIDIA H100 datasheet; MFU 0.45/0.30 from inference-sim hardware_config.json",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
@@ -83,43 +96,46 @@ var builtinHardware = []Hardware{
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "h200-sxm", MemoryBytes: 141 * gb, BandwidthBytesPerSec: 4.8 * tbps,
 		BF16FLOPS: 989 * tflops, FP8FLOPS: 1979 * tflops,
-		InterconnectBytesPerSec: 66 * gbps, // effective: NVLink 4 × 44/300, as h100-sxm
+		InterconnectBytesPerSec: 450 * gbps, // NVLink 4, per direction
 		Source:                  "NVIDIA H200 (same compute as H100); MFU as H100",
 	}),
-	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.50, 0.18), Hardware{
+	// A100: the only all-reduce measured on it is TensorRT-LLM's (#3);
+	// vLLM's custom all-reduce was measured on H100 only, so A100 keeps the
+	// slower figure.
+	hw(ClassDatacenterGPU, allReduce(mfu(effDatacenter, 0.50, 0.18), trtAllReduce), Hardware{
 		Name: "a100-80gb", MemoryBytes: 80 * gb, BandwidthBytesPerSec: 2.039 * tbps,
 		BF16FLOPS:               312 * tflops,
-		InterconnectBytesPerSec: 44 * gbps, // effective all-reduce bandwidth (calibrated); NVLink 3 is 600 GB/s bidirectional
+		InterconnectBytesPerSec: 300 * gbps, // NVLink 3, per direction (600 GB/s bidirectional)
 		Source:                  "NVIDIA A100 datasheet; GenZ system_configs.py; MFU 0.38/0.18 from inference-sim",
 	}),
-	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.50, 0.18), Hardware{
+	hw(ClassDatacenterGPU, allReduce(mfu(effDatacenter, 0.50, 0.18), trtAllReduce), Hardware{
 		Name: "a100-40gb", MemoryBytes: 40 * gb, BandwidthBytesPerSec: 1.555 * tbps,
 		BF16FLOPS:               312 * tflops,
-		InterconnectBytesPerSec: 44 * gbps, // effective all-reduce bandwidth (calibrated); NVLink 3 is 600 GB/s bidirectional
+		InterconnectBytesPerSec: 300 * gbps, // NVLink 3, per direction (600 GB/s bidirectional)
 		Source:                  "NVIDIA A100 datasheet (via glennklockwood.com); llm-analysis a100-sxm-40gb.json; MFU from inference-sim",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "b200", MemoryBytes: 180 * gb, BandwidthBytesPerSec: 7.7 * tbps, // uncertain: sources say 180–192 GB, 7.7–8.0 TB/s; lower figures taken
 		BF16FLOPS: 2250 * tflops, FP8FLOPS: 4500 * tflops,
-		InterconnectBytesPerSec: 132 * gbps, // effective: NVLink 5 (900 GB/s per direction) × 44/300; uncertain
+		InterconnectBytesPerSec: 900 * gbps, // NVLink 5, per direction
 		Source:                  "reference hardware.md (sources disagree on memory and bandwidth: uncertain); efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "gb200", MemoryBytes: 186 * gb, BandwidthBytesPerSec: 8.0 * tbps, // memory ~186–192 GB: uncertain
 		BF16FLOPS: 2500 * tflops, FP8FLOPS: 5000 * tflops,
-		InterconnectBytesPerSec: 132 * gbps, // effective: NVLink 5 × 44/300; uncertain
+		InterconnectBytesPerSec: 900 * gbps, // NVLink 5, per direction
 		Source:                  "reference hardware.md, per GPU (memory uncertain); sustained 7.35 TB/s = 92% of peak measured (Azure ND GB200 v6)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "mi300x", MemoryBytes: 192 * gb, BandwidthBytesPerSec: 5.3 * tbps,
 		BF16FLOPS: 1307.4 * tflops, FP8FLOPS: 2614.9 * tflops,
-		InterconnectBytesPerSec: 66 * gbps, // effective: Infinity Fabric (7 × 64 GB/s) × 44/300; uncertain
+		InterconnectBytesPerSec: 448 * gbps, // Infinity Fabric, 7 links × 64 GB/s
 		Source:                  "AMD datasheet (via GenZ); efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "mi325x", MemoryBytes: 256 * gb, BandwidthBytesPerSec: 6.0 * tbps,
 		BF16FLOPS: 1307.4 * tflops, FP8FLOPS: 2614.9 * tflops,
-		InterconnectBytesPerSec: 66 * gbps, // effective, as mi300x; uncertain
+		InterconnectBytesPerSec: 448 * gbps, // Infinity Fabric, as mi300x
 		Source:                  "AMD; efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.32, 0.08), Hardware{

@@ -36,20 +36,22 @@ var builtinPrecisions = []Precision{
 	{Name: "q2_k", BitsPerWeight: 2.625, Source: "GGUF Q2_K: 84 bytes per 256-weight super-block (the Q2_K file mix averages more)"},
 }
 
-// Engine profiles. Only llama.cpp on datacenter GPUs differs from the
-// hardware's own calibration: its quantised mat-vec kernels reach about half
-// of HBM bandwidth. Fitted to llama.cpp discussion #15013 (Llama-2-7B Q4_0
+// Engine profiles. The hardware's own calibration is vLLM's on datacenter
+// GPUs and llama.cpp's elsewhere. TensorRT-LLM differs in its all-reduce
+// (as Databricks measured it in 2023). llama.cpp on datacenter GPUs differs
+// more: its quantised mat-vec kernels reach about half of HBM bandwidth. Fitted to llama.cpp discussion #15013 (Llama-2-7B Q4_0
 // tg128 on H100 280.7 t/s and A100-80GB 200.9 t/s: two points, two unknowns
 // MBU and overhead; pp512 11263 / 5286 t/s for MFU).
 var builtinEngines = []Engine{
-	{Name: "vllm", Source: "the hardware's own calibration (vLLM / TensorRT-LLM on datacenter GPUs)"},
-	{Name: "tensorrt-llm", Source: "the hardware's own calibration (vLLM / TensorRT-LLM on datacenter GPUs)"},
+	{Name: "vllm", Source: "the hardware's own calibration (vLLM on datacenter GPUs, with vLLM's custom all-reduce)"},
+	{Name: "tensorrt-llm", AllReduceByClass: map[string]AllReduce{ClassDatacenterGPU: trtAllReduce},
+		Source: "the hardware's own kernels; all-reduce fitted to Databricks' TensorRT-LLM MPT-7B TTFT on 1/2/4 A100 (#3)"},
 	{Name: "sglang", Source: "the hardware's own calibration (not measured separately)"},
 	{Name: "llama.cpp", ByClass: map[string]Efficiency{
 		ClassDatacenterGPU: {
 			MBU: 0.51, MFUPrefill: 0.30, MFUDecode: 0.20,
 			StepOverhead:     1350 * time.Microsecond,
-			AllReduceLatency: 50 * time.Microsecond,
+			AllReduceLatency: 50 * time.Microsecond, AllReduceEfficiency: 44.0 / 300,
 		},
 	}, Source: "fitted to llama.cpp discussion #15013 (H100, A100-80GB); other classes keep their own llama.cpp calibration"},
 }

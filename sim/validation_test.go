@@ -200,12 +200,13 @@ func TestValidation(t *testing.T) {
 	if *update {
 		rewriteDoc(t, "../docs/simulator.md", tbl.String())
 	}
-	// Regression guard at what the model achieves today, not a target.
-	if m := median(heldGPU); m > 0.35 {
-		t.Errorf("median held-out error without † = %.0f%%, was ≤ 35%%", 100*m)
+	// The aim (issue 3: ≤ 20% held out), and a regression guard on
+	// throughput and TPOT at what the model achieves today (14%).
+	if m := median(heldGPU); m > 0.20 {
+		t.Errorf("median held-out error without † = %.0f%%, want ≤ 20%%", 100*m)
 	}
-	if m := median(heldNoTTFT); m > 0.30 {
-		t.Errorf("median held-out throughput/TPOT error = %.0f%%, was ≤ 30%%", 100*m)
+	if m := median(heldNoTTFT); m > 0.15 {
+		t.Errorf("median held-out throughput/TPOT error = %.0f%%, was ≤ 15%%", 100*m)
 	}
 }
 
