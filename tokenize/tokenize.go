@@ -1,6 +1,8 @@
 // Package tokenize counts tokens exactly, offline. The tiktoken encodings
-// cl100k_base and o200k_base are compiled into the binary; nothing is
-// fetched at run time.
+// cl100k_base and o200k_base are compiled into the binary; Hugging Face
+// tokenizer.json files with a BPE model load from disk (LoadFile); nothing
+// is fetched at run time. Server counts with an engine's own /tokenize
+// endpoint when the model's tokenizer is not at hand.
 //
 // A Tokenizer is safe for concurrent use.
 package tokenize
@@ -111,4 +113,13 @@ func (c *cached) Count(s string) int {
 	}
 	c.mu.Unlock()
 	return n
+}
+
+// Open returns a built-in encoding by name, or loads a Hugging Face
+// tokenizer.json when spec is a path (it ends in .json or names a file).
+func Open(spec string) (Tokenizer, error) {
+	if strings.HasSuffix(strings.ToLower(spec), ".json") || strings.ContainsAny(spec, `/\`) {
+		return LoadFile(spec)
+	}
+	return Get(spec)
 }
