@@ -154,3 +154,20 @@ func TestMedianOfRuns(t *testing.T) {
 		t.Errorf("SLO on the median = %+v", m.SLO)
 	}
 }
+
+func TestCostOf(t *testing.T) {
+	lv := Level{InputTokens: 2_000_000, OutputTokens: 500_000, DurationS: 3600, OutputTPS: 1000}
+	c := CostOf(&lv, Prices{InputPerMillion: 0.5, OutputPerMillion: 2})
+	// 2M × 0.5 + 0.5M × 2 = 2.0 in total; per million output: 2.0 / 0.5 = 4.
+	if c.Total != 2 || c.PerMillionOutput != 4 || c.Basis != "token prices" {
+		t.Errorf("token-price cost = %+v", c)
+	}
+	g := CostOf(&lv, Prices{GPUHour: 3.6, GPUs: 2})
+	// 2 GPUs × 3.6/h = 7.2/h; 1000 tok/s = 3.6M tok/h → 2 per million; one hour costs 7.2.
+	if !near(g.PerMillionOutput, 2, 1e-9) || !near(g.Total, 7.2, 1e-9) {
+		t.Errorf("gpu-hour cost = %+v", g)
+	}
+	if CostOf(&lv, Prices{}) != nil {
+		t.Error("cost without prices")
+	}
+}

@@ -79,6 +79,7 @@ type Level struct {
 	Physics   *Physics   `json:"physics,omitempty"`
 	SLO       *SLOResult `json:"slo,omitempty"`
 	Repeats   *Repeats   `json:"repeats,omitempty"`
+	Cost      *Cost      `json:"cost,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
 }
 
@@ -109,6 +110,7 @@ type Summary struct {
 	SLOs     []string  `json:"slos,omitempty"`
 	Capacity *Capacity `json:"capacity,omitempty"`
 	Knee     *Knee     `json:"knee,omitempty"`
+	Profile  string    `json:"profile,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`
 }
 

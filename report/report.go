@@ -52,6 +52,40 @@ func Table(w io.Writer, s metrics.Summary) error {
 	}
 	var notes []string
 	for _, lv := range s.Levels {
+		if lv.SLO != nil {
+			verdict := "PASS"
+			if !lv.SLO.Met {
+				verdict = "FAIL"
+			}
+			var parts []string
+			for _, c := range lv.SLO.Checks {
+				mark := "ok"
+				if !c.Met {
+					mark = "BROKEN"
+				}
+				parts = append(parts, fmt.Sprintf("%s: %.4g %s", c.Expr, c.Value, mark))
+			}
+			notes = append(notes, fmt.Sprintf("%s: SLO %s (%s); goodput %.3g req/s", lv.Load, verdict, strings.Join(parts, ", "), lv.GoodputRPS))
+		}
+		if r := lv.Repeats; r != nil {
+			sp := r.Spread
+			notes = append(notes, fmt.Sprintf("%s: median of %d runs; TTFT p50 %.4g–%.4g ms, decode TPS p50 %.4g–%.4g, output %.4g–%.4g tok/s",
+				lv.Load, r.Runs, sp["ttft_p50"][0], sp["ttft_p50"][1], sp["decode_tps_p50"][0], sp["decode_tps_p50"][1], sp["output_tps"][0], sp["output_tps"][1]))
+		}
+		if c := lv.Cost; c != nil {
+			notes = append(notes, fmt.Sprintf("%s: %.4g per million output tokens (%s)", lv.Load, c.PerMillionOutput, c.Basis))
+		}
+	}
+	if s.Profile != "" {
+		notes = append(notes, "profile: "+s.Profile)
+	}
+	if s.Capacity != nil {
+		notes = append(notes, "capacity: "+s.Capacity.Statement)
+	}
+	if s.Knee != nil {
+		notes = append(notes, s.Knee.Statement)
+	}
+	for _, lv := range s.Levels {
 		if ph := lv.Physics; ph != nil && lv.DecodeTPS.Count > 0 {
 			notes = append(notes, fmt.Sprintf("%s: decode p50 %s tok/s = %.0f%% of the %s tok/s single-stream ceiling (%s, %d-token context); MBU %.0f%%",
 				lv.Load, num(lv.DecodeTPS.P50, 1), 100*ph.CeilingFraction, num(ph.DecodeTPSCeiling, 1), ph.Deployment, ph.ContextTokens, 100*ph.MBU))

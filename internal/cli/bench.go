@@ -46,6 +46,7 @@ type benchFlags struct {
 	gpus                  int
 	paramsB               float64
 	engine, label         string
+	lf                    loadFlags
 }
 
 func newBenchCmd(env Env) *cobra.Command {
@@ -94,6 +95,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.Float64Var(&f.paramsB, "params", 0, "billions of parameters of a dense model not in the catalog (for the ceiling and MBU)")
 	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
 	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
+	f.lf.register(fl)
 	return cmd
 }
 
@@ -110,6 +112,9 @@ type benchPlan struct {
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
 	p := &benchPlan{header: http.Header{}}
+	if err := f.lf.validate(f, set); err != nil {
+		return nil, err
+	}
 	var conc []int
 	var rates []float64
 	var err error
@@ -298,23 +303,25 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err != nil {
 		return err
 	}
-	for i, lv := range plan.levels {
+	template := load.Level{Requests: f.requests, Duration: f.duration, Warmup: f.warmup}
+	runOnce := func(ctx context.Context, i int, lv load.Level) (load.Result, error) {
 		src, err := newSyntheticSource(gen, f, plan.adapter, lv)
 		if err != nil {
-			return err
+			return load.Result{}, err
 		}
 		stop := startProgress(env, runner, lv)
-		res, runErr := runner.RunLevel(ctx, i, lv, src)
-		stop()
-		if plan.physics != nil {
-			plan.physics.annotate(&res.Level, f.inputTokens+f.outputTokens/2)
-		}
-		summary.Levels = append(summary.Levels, res.Level)
-		if errors.Is(runErr, load.ErrInterrupted) {
-			summary.Interrupted = true
-			break
-		}
+		defer stop()
+		return runner.RunLevel(ctx, i, lv, src)
 	}
+	var annotate func(*metrics.Level)
+	if plan.physics != nil {
+		annotate = func(lv *metrics.Level) { plan.physics.annotate(lv, f.inputTokens+f.outputTokens/2) }
+	}
+	summary.Levels, summary.Interrupted, err = f.lf.runLevels(ctx, plan.levels, template, runOnce, annotate)
+	if err != nil {
+		return err
+	}
+	f.lf.finish(&summary)
 	if sinkErr != nil {
 		summary.Warnings = append(summary.Warnings, "writing requests.jsonl failed: "+sinkErr.Error())
 	}
@@ -470,7 +477,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"warmup": f.warmup, "input_tokens": f.inputTokens, "output_tokens": f.outputTokens,
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
-		"stall_timeout": f.stallTimeout.String(), "seed": f.seed,
+		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "load": f.lf.describe(),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -262,5 +263,115 @@ func TestBenchRateLevels(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
 		t.Errorf("bench --out wrote no report.html: %v", err)
+	}
+}
+
+// degrading is a server whose per-user decode speed is 1000/(10+2(c−1))
+// tok/s with c requests in flight: 100, 83, 62.5, 41.7, 25 at 1, 2, 4, 8, 16.
+func degrading(t *testing.T) *fakellm.Server {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 10 * time.Millisecond,
+		GapPerInflight: 2 * time.Millisecond, Tokens: 10, Usage: true})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestBenchSLOCapacityOneCommand(t *testing.T) {
+	srv := degrading(t)
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
+		"--concurrency", "1,2,4,8", "--requests", "8", "--warmup", "0", "--output-tokens", "10",
+		"--slo", "tps_p5>=50,ttft_p95<=1s", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, true, false} {
+		if s.Levels[i].SLO == nil || s.Levels[i].SLO.Met != want {
+			t.Errorf("level %s: SLO %+v, want met=%v", s.Levels[i].Load, s.Levels[i].SLO, want)
+		}
+	}
+	// tps_p5 margins: at 4, (62.5−50)/50 = 0.25; at 8, (41.7−50)/50 = −0.167:
+	// 4 + 4·0.25/0.417 = 6.4 → holds 6 users.
+	c := s.Capacity
+	if c == nil || c.MeasuredPassing != 4 || c.FirstFailing != 8 || c.Value != 6 || c.LimitedBy != "tps_p5>=50" {
+		t.Fatalf("capacity = %+v", c)
+	}
+	if !strings.Contains(c.Statement, "holds 6 users at tps_p5>=50 and ttft_p95<=1s") {
+		t.Errorf("statement %q", c.Statement)
+	}
+	// Goodput: at c=1 every request met both objectives.
+	if lv := s.Levels[0]; math.Abs(lv.GoodputRPS-lv.RequestRPS) > 1e-9 {
+		t.Errorf("goodput %g != request rate %g at c=1", lv.GoodputRPS, lv.RequestRPS)
+	}
+	// At c=8 the streams that arrived with several others in flight fall
+	// below 50 tok/s and do not count.
+	if lv := s.Levels[3]; lv.GoodputRPS >= lv.RequestRPS {
+		t.Errorf("goodput at c=8 = %g, not below the request rate %g", lv.GoodputRPS, lv.RequestRPS)
+	}
+}
+
+func TestBenchSweepAuto(t *testing.T) {
+	srv := degrading(t)
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
+		"--sweep", "auto", "--requests", "16", "--warmup", "0", "--output-tokens", "10",
+		"--slo", "tps_p5>=57", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	// Doubling until tps_p5 is more than 50% below 57 (25 at 16), then
+	// refining between 4 (62.5, passes) and 8: 6 (50, fails), then 5 (55.6, fails).
+	var got []int
+	for _, lv := range s.Levels {
+		got = append(got, lv.Load.Concurrency)
+	}
+	want := []int{1, 2, 4, 8, 16, 6, 5}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("sweep levels = %v, want %v", got, want)
+	}
+	if s.Capacity == nil || s.Capacity.MeasuredPassing != 4 || s.Capacity.FirstFailing != 5 || s.Capacity.Value != 4 {
+		t.Errorf("capacity = %+v", s.Capacity)
+	}
+}
+
+func TestBenchRepeatAndProfile(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 5 * time.Millisecond, Tokens: 20, Usage: true})
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
+		"--profile", "voice", "--output-tokens", "20", "--concurrency", "1", "--requests", "3", "--warmup", "0",
+		"--repeat", "3", "--price-in", "1", "--price-out", "4", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	lv := s.Levels[0]
+	if s.Profile != "voice" || len(s.SLOs) != 2 || s.SLOs[0] != "ttft_p95<=150ms" {
+		t.Errorf("profile %q SLOs %v", s.Profile, s.SLOs)
+	}
+	if lv.Repeats == nil || lv.Repeats.Runs != 3 || lv.Requests.Completed != 9 {
+		t.Fatalf("repeats = %+v, completed %d", lv.Repeats, lv.Requests.Completed)
+	}
+	// 200 tok/s and 5 ms TTFT: voice's TTFT < 150 ms and ≥ 60 tok/s hold.
+	if lv.SLO == nil || !lv.SLO.Met {
+		t.Errorf("voice SLO = %+v", lv.SLO)
+	}
+	// The voice profile's 512-token prompts (usage says 7 here) and 20 output
+	// tokens: 9 requests × (7·1 + 20·4) / 1e6 in total.
+	if lv.Cost == nil || math.Abs(lv.Cost.Total-9*(7+80)/1e6) > 1e-12 {
+		t.Errorf("cost = %+v", lv.Cost)
+	}
+	for _, bad := range [][]string{{"--profile", "gaming"}, {"--slo", "ttft<=1"}, {"--repeat", "0"}, {"--sweep", "manual"}, {"--sweep", "auto", "--concurrency", "2"}} {
+		code, _, stderr := runCLI(context.Background(), nil, append([]string{"bench", "--url", srv.URL, "--model", "m"}, bad...)...)
+		if code != ExitUsage || !strings.Contains(stderr, bad[0]) {
+			t.Errorf("%v: exit %d, %q", bad, code, stderr)
+		}
 	}
 }

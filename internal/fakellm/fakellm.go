@@ -39,6 +39,10 @@ type Script struct {
 	KeepAlive   bool          // ": keep-alive" comments between chunks
 	EmptyDeltas bool          // an empty-content chunk between token chunks
 	Completions bool          // answer in /v1/completions format ("text")
+	// GapPerInflight slows a stream by this much per other request in
+	// flight when it arrived: a server whose per-user speed falls with load
+	// in a known way (gap = Gap + GapPerInflight·(in flight − 1)).
+	GapPerInflight time.Duration
 
 	// Fault, when set, is chosen per request number (0-based, in arrival order).
 	Fault func(n int) Fault
@@ -57,6 +61,7 @@ type Server struct {
 	*httptest.Server
 	script   Script
 	requests atomic.Int64
+	inflight atomic.Int64
 
 	mu      sync.Mutex
 	header  http.Header
@@ -126,6 +131,8 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := int(f.requests.Add(1)) - 1
+	others := f.inflight.Add(1) - 1
+	defer f.inflight.Add(-1)
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
@@ -145,6 +152,7 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 	}
 	s := f.script
+	s.Gap += time.Duration(others) * s.GapPerInflight
 	var fault Fault
 	if s.Fault != nil {
 		fault = s.Fault(n)

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/profile"
+)
+
+// loadFlags are bench's load-shaping flags beyond the level lists.
+type loadFlags struct {
+	slo       string
+	profile   string
+	repeat    int
+	sweep     string
+	sweepMax  int
+	priceIn   float64
+	priceOut  float64
+	gpuHour   float64
+	slos      []metrics.SLO
+	prof      *profile.Profile
+	autoSweep *load.AutoSweep
+	prices    metrics.Prices
+}
+
+func (l *loadFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&l.slo, "slo", "", `service-level objectives, e.g. "ttft_p95<=500ms,tps_p5>=40,e2e_p99<=8s"`)
+	fl.StringVar(&l.profile, "profile", "", "use case: chat, code, voice, batch, agent (sets workload and SLOs unless given)")
+	fl.IntVar(&l.repeat, "repeat", 1, "run each level this many times and report the median of the runs with their spread")
+	fl.StringVar(&l.sweep, "sweep", "", "auto: one user, then doubling to maximum throughput, then levels in between")
+	fl.IntVar(&l.sweepMax, "sweep-max", 512, "highest concurrency --sweep auto may try")
+	fl.Float64Var(&l.priceIn, "price-in", 0, "price per million input tokens (for cost per level)")
+	fl.Float64Var(&l.priceOut, "price-out", 0, "price per million output tokens (for cost per level)")
+	fl.Float64Var(&l.gpuHour, "gpu-hour-price", 0, "price of one GPU-hour, with --gpus (for cost per million output tokens)")
+}
+
+// validate checks the load flags and applies a profile's defaults to the
+// bench flags the user did not set.
+func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
+	if l.profile != "" {
+		p, err := profile.Lookup(l.profile)
+		if err != nil {
+			return usagef("--profile: %v", err)
+		}
+		l.prof = &p
+		if !set("input-tokens") {
+			f.inputTokens = p.InputTokens
+		}
+		if !set("output-tokens") {
+			f.outputTokens = p.OutputTokens
+		}
+		if !set("slo") {
+			l.slo = p.SLOs
+		}
+	}
+	if l.slo != "" {
+		slos, err := metrics.ParseSLOs(l.slo)
+		if err != nil {
+			return usagef("--slo: %v", err)
+		}
+		l.slos = slos
+	}
+	switch {
+	case l.repeat < 1:
+		return usagef("--repeat: must be at least 1, got %d", l.repeat)
+	case l.priceIn < 0 || l.priceOut < 0 || l.gpuHour < 0:
+		return usagef("--price-in, --price-out and --gpu-hour-price must not be negative")
+	case l.sweepMax < 1:
+		return usagef("--sweep-max: must be at least 1, got %d", l.sweepMax)
+	}
+	switch l.sweep {
+	case "":
+	case "auto":
+		if f.rate != "" {
+			return usagef("--sweep: auto sweeps concurrency; it does not combine with --rate")
+		}
+		if set("concurrency") {
+			return usagef("--sweep: auto chooses the concurrency levels; drop --concurrency")
+		}
+		l.autoSweep = &load.AutoSweep{Max: l.sweepMax, Refine: 2, SLOs: l.slos}
+	default:
+		return usagef("--sweep: unknown %q (known: auto)", l.sweep)
+	}
+	l.prices = metrics.Prices{InputPerMillion: l.priceIn, OutputPerMillion: l.priceOut, GPUHour: l.gpuHour, GPUs: max(f.gpus, 1)}
+	return nil
+}
+
+// levelRunner runs one planned level once.
+type levelRunner func(ctx context.Context, idx int, lv load.Level) (load.Result, error)
+
+// runLevels runs the planned levels (or an automatic sweep), each
+// --repeat times, judges SLOs, and returns the levels in the order run.
+func (l *loadFlags) runLevels(ctx context.Context, planned []load.Level, template load.Level, run levelRunner, annotate func(*metrics.Level)) ([]metrics.Level, bool, error) {
+	var out []metrics.Level
+	next := func(i int) (load.Level, bool) {
+		if l.autoSweep == nil {
+			if i < len(planned) {
+				return planned[i], true
+			}
+			return load.Level{}, false
+		}
+		c, ok := l.autoSweep.Next(out)
+		if !ok {
+			return load.Level{}, false
+		}
+		lv := template
+		lv.Load = metrics.Load{Mode: "concurrency", Concurrency: c}
+		if lv.Requests == 0 && lv.Duration == 0 {
+			lv.Requests = max(4*c, 16)
+		}
+		return lv, true
+	}
+	for i := 0; ; i++ {
+		lv, ok := next(i)
+		if !ok {
+			return out, false, nil
+		}
+		var runs []metrics.Level
+		interrupted := false
+		for k := 0; k < l.repeat; k++ {
+			res, err := run(ctx, i, lv)
+			if err != nil && !errors.Is(err, load.ErrInterrupted) {
+				return out, false, err
+			}
+			metrics.ApplySLOs(&res.Level, res.Records, l.slos)
+			runs = append(runs, res.Level)
+			if errors.Is(err, load.ErrInterrupted) {
+				interrupted = true
+				break
+			}
+		}
+		level := metrics.MedianOfRuns(runs, l.slos)
+		if annotate != nil {
+			annotate(&level)
+		}
+		level.Cost = metrics.CostOf(&level, l.prices)
+		out = append(out, level)
+		if interrupted {
+			return out, true, nil
+		}
+	}
+}
+
+// finish adds the SLOs, capacity, knee and profile to a summary.
+func (l *loadFlags) finish(s *metrics.Summary) {
+	for _, o := range l.slos {
+		s.SLOs = append(s.SLOs, o.Expr)
+	}
+	s.Capacity = metrics.FindCapacity(s.Levels, l.slos)
+	s.Knee = metrics.FindKnee(s.Levels)
+	if l.prof != nil {
+		s.Profile = l.prof.Name
+	}
+}
+
+// describe is a one-line account of the load flags for run.json.
+func (l *loadFlags) describe() map[string]any {
+	return map[string]any{
+		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
+		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
+	}
+}
