@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,10 @@ type Level struct {
 	Burstiness  float64
 	MaxInFlight int
 	Seed        uint64
+	// Steps > 1 makes each closed-loop request an agent chain of that many
+	// dependent calls, with ThinkTime between them; Requests then counts chains.
+	Steps     int
+	ThinkTime time.Duration
 }
 
 // Source supplies the requests of a level; it is called from several
@@ -154,6 +159,10 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 				if lv.Requests <= 0 && deadline.IsZero() {
 					return
 				}
+				if lv.Steps > 1 {
+					r.chain(ctx, reqCtx, idx, start, lv, src, i, func(rec metrics.Record) { r.finish(rec, keep, &lastEnd) })
+					continue
+				}
 				req, inTok := src.Request(i)
 				rec := r.one(reqCtx, idx, start, req, inTok)
 				r.finish(rec, keep, &lastEnd)
@@ -166,6 +175,12 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 
 // one sends a request and turns the response into a record.
 func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) metrics.Record {
+	rec, _ := r.oneText(ctx, level, levelStart, req, inTok)
+	return rec
+}
+
+// oneText is one and also returns the answer text (for agent chains).
+func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) (metrics.Record, string) {
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
@@ -174,10 +189,47 @@ func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, req *
 	resp := r.Client.Do(ctx, req)
 	id := int(r.nextID.Add(1))
 	r.countOnce.Do(func() { r.counter = tokenize.Cached(r.Tokenizer, 1<<16) })
-	return Record(resp, r.counter, RecordInfo{
+	rec := Record(resp, r.counter, RecordInfo{
 		ID: id, Level: level, LevelStart: levelStart,
 		Prompt: req.Prompt(), InputTokensRequested: inTok, OutputTokensRequested: req.MaxTokens,
 	})
+	var answer strings.Builder
+	for _, c := range resp.Chunks {
+		answer.WriteString(c.Text)
+	}
+	return rec, answer.String()
+}
+
+// chain runs one agent chain: Steps dependent calls, each carrying the
+// conversation so far (every earlier prompt and answer) plus a new user
+// turn, with ThinkTime between them. A failed step ends the chain.
+func (r *Runner) chain(ctx, reqCtx context.Context, level int, levelStart time.Time, lv Level, src Source, chainIdx int, finish func(metrics.Record)) {
+	var history []api.Message
+	for step := 0; step < lv.Steps; step++ {
+		if step > 0 && lv.ThinkTime > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(lv.ThinkTime):
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		turn, inTok := src.Request(chainIdx*lv.Steps + step)
+		req := *turn
+		req.Messages = append(append([]api.Message(nil), history...), turn.Messages...)
+		if step > 0 {
+			inTok = 0 // the tokenizer or usage counts the whole conversation
+		}
+		rec, answer := r.oneText(reqCtx, level, levelStart, &req, inTok)
+		rec.Chain, rec.Step = chainIdx+1, step+1
+		finish(rec)
+		if !rec.OK {
+			return
+		}
+		history = append(req.Messages, api.Message{Role: "assistant", Content: answer})
+	}
 }
 
 // requestContext is the context requests run on: it outlives ctx by the

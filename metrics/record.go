@@ -20,6 +20,9 @@ const (
 type Record struct {
 	ID    int `json:"id"`
 	Level int `json:"level"`
+	// Chain and Step (both from 1) place a call inside an agent chain.
+	Chain int `json:"chain,omitempty"`
+	Step  int `json:"step,omitempty"`
 	// Start is the wall-clock instant of t0, for humans and for aligning
 	// records of several processes.
 	Start time.Time `json:"start"`

@@ -71,10 +71,13 @@ type Level struct {
 	TokensPerChunk Stats `json:"tokens_per_chunk"`
 	// QueueMs, TTFTSched and E2ESched are set for open-loop levels: client
 	// queue delay and latencies from the scheduled send instant.
-	QueueMs   *Stats     `json:"queue_ms,omitempty"`
-	TTFTSched *Stats     `json:"ttft_from_scheduled_ms,omitempty"`
-	E2ESched  *Stats     `json:"e2e_from_scheduled_ms,omitempty"`
-	ServerTPS *Stats     `json:"server_decode_tps,omitempty"`
+	QueueMs   *Stats `json:"queue_ms,omitempty"`
+	TTFTSched *Stats `json:"ttft_from_scheduled_ms,omitempty"`
+	E2ESched  *Stats `json:"e2e_from_scheduled_ms,omitempty"`
+	ServerTPS *Stats `json:"server_decode_tps,omitempty"`
+	// ChainMs is the wall-clock of complete agent chains, first call's t0 to
+	// the last call's end, think time included.
+	ChainMs   *Stats     `json:"chain_ms,omitempty"`
 	Shortfall Shortfall  `json:"output_shortfall"`
 	Physics   *Physics   `json:"physics,omitempty"`
 	SLO       *SLOResult `json:"slo,omitempty"`
@@ -221,6 +224,10 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 		s := Describe(server)
 		lv.ServerTPS = &s
 	}
+	if chains := chainWalls(recs); len(chains) > 0 {
+		s := Describe(chains)
+		lv.ChainMs = &s
+	}
 	if lv.Shortfall.ShortRequests > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
 			"output shortfall: %d of %d completed requests returned fewer tokens than requested (%d of %d tokens); use --ignore-eos for full-length outputs",
@@ -269,4 +276,41 @@ func steadyTPS(load Load, recs []Record, durationS float64) float64 {
 		}
 	}
 	return float64(tokens) / ((to - from) / 1000)
+}
+
+// chainWalls returns the wall-clock of every agent chain whose calls all
+// completed: the steps of a chain are consecutive, so a chain is complete
+// when its steps run 1..n without a failure and n is the longest seen.
+func chainWalls(recs []Record) []float64 {
+	type span struct {
+		start, end float64
+		steps      int
+		failed     bool
+	}
+	chains := map[int]*span{}
+	maxSteps := 0
+	for i := range recs {
+		r := &recs[i]
+		if r.Chain == 0 {
+			continue
+		}
+		c := chains[r.Chain]
+		if c == nil {
+			c = &span{start: r.OffsetMs, end: r.OffsetMs + r.DoneMs}
+			chains[r.Chain] = c
+		}
+		c.start = min(c.start, r.OffsetMs)
+		c.end = max(c.end, r.OffsetMs+r.DoneMs)
+		c.steps++
+		c.failed = c.failed || !r.OK
+		maxSteps = max(maxSteps, r.Step)
+	}
+	var out []float64
+	for _, c := range chains {
+		if !c.failed && c.steps == maxSteps {
+			out = append(out, c.end-c.start)
+		}
+	}
+	sort.Float64s(out)
+	return out
 }

@@ -368,7 +368,7 @@ type syntheticSource struct {
 }
 
 func newSyntheticSource(gen *workload.Synthetic, f *benchFlags, _ api.Adapter, lv load.Level) (*syntheticSource, error) {
-	n := lv.Requests + lv.Warmup
+	n := (lv.Requests + lv.Warmup) * max(lv.Steps, 1)
 	if lv.Duration > 0 && lv.Requests == 0 {
 		n = max(256, 4*lv.Load.Concurrency)
 	}

@@ -375,3 +375,48 @@ func TestBenchRepeatAndProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchAgentChains reproduces the shape of the seeds' example (5 calls
+// of 600 tokens: 75 s at 40 tok/s, 25 s at 120 tok/s) at a scale a test can
+// afford: 5 calls of 60 tokens at 160 and 480 tok/s.
+func TestBenchAgentChains(t *testing.T) {
+	wall := func(gap time.Duration) (metrics.Summary, []map[string]any) {
+		srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: gap, Tokens: 60, Usage: true})
+		defer srv.Close()
+		code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
+			"--workload", "agent", "--steps", "5", "--concurrency", "1", "--requests", "1", "--warmup", "0",
+			"--input-tokens", "16", "--output-tokens", "60", "--format", "json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var s metrics.Summary
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s, srv.Bodies()
+	}
+	slow, bodies := wall(6250 * time.Microsecond)
+	fast, _ := wall(2083 * time.Microsecond)
+	for _, c := range []struct {
+		s   metrics.Summary
+		gap float64
+	}{{slow, 6.25}, {fast, 2.083}} {
+		lv := c.s.Levels[0]
+		if lv.Requests.Completed != 5 || lv.ChainMs == nil || lv.ChainMs.Count != 1 {
+			t.Fatalf("chains: %+v %+v", lv.Requests, lv.ChainMs)
+		}
+		want := 5 * (5 + 59*c.gap) // five calls, each TTFT + 59 gaps
+		if got := lv.ChainMs.P50; got < want || got > want*1.1 {
+			t.Errorf("chain wall-clock %.1f ms, want about %.1f", got, want)
+		}
+	}
+	if r := slow.Levels[0].ChainMs.P50 / fast.Levels[0].ChainMs.P50; r < 2.6 || r > 3.1 {
+		t.Errorf("slow/fast chain ratio %.2f, want about 3 (the seeds' 75 s vs 25 s)", r)
+	}
+	// Each call carries the conversation so far: call k has 2k−1 messages.
+	for k, b := range bodies {
+		if msgs := b["messages"].([]any); len(msgs) != 2*k+1 {
+			t.Errorf("call %d sent %d messages, want %d", k+1, len(msgs), 2*k+1)
+		}
+	}
+}

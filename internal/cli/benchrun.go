@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -22,6 +23,9 @@ type loadFlags struct {
 	priceIn   float64
 	priceOut  float64
 	gpuHour   float64
+	workload  string
+	steps     int
+	thinkTime time.Duration
 	slos      []metrics.SLO
 	prof      *profile.Profile
 	autoSweep *load.AutoSweep
@@ -34,6 +38,9 @@ func (l *loadFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&l.repeat, "repeat", 1, "run each level this many times and report the median of the runs with their spread")
 	fl.StringVar(&l.sweep, "sweep", "", "auto: one user, then doubling to maximum throughput, then levels in between")
 	fl.IntVar(&l.sweepMax, "sweep-max", 512, "highest concurrency --sweep auto may try")
+	fl.StringVar(&l.workload, "workload", "synthetic", "synthetic (independent requests) or agent (chains of --steps dependent calls)")
+	fl.IntVar(&l.steps, "steps", 5, "calls per agent chain with --workload agent")
+	fl.DurationVar(&l.thinkTime, "think-time", 0, "pause between the calls of an agent chain (tool time)")
 	fl.Float64Var(&l.priceIn, "price-in", 0, "price per million input tokens (for cost per level)")
 	fl.Float64Var(&l.priceOut, "price-out", 0, "price per million output tokens (for cost per level)")
 	fl.Float64Var(&l.gpuHour, "gpu-hour-price", 0, "price of one GPU-hour, with --gpus (for cost per million output tokens)")
@@ -57,6 +64,12 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 		if !set("slo") {
 			l.slo = p.SLOs
 		}
+		if p.Steps > 1 && !set("workload") {
+			l.workload = "agent"
+			if !set("steps") {
+				l.steps = p.Steps
+			}
+		}
 	}
 	if l.slo != "" {
 		slos, err := metrics.ParseSLOs(l.slo)
@@ -72,6 +85,19 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 		return usagef("--price-in, --price-out and --gpu-hour-price must not be negative")
 	case l.sweepMax < 1:
 		return usagef("--sweep-max: must be at least 1, got %d", l.sweepMax)
+	}
+	switch l.workload {
+	case "synthetic":
+		l.steps = 1
+	case "agent":
+		if l.steps < 2 {
+			return usagef("--steps: an agent chain needs at least 2 calls, got %d", l.steps)
+		}
+	default:
+		return usagef("--workload: unknown %q (known: synthetic, agent)", l.workload)
+	}
+	if l.thinkTime < 0 {
+		return usagef("--think-time: must not be negative")
 	}
 	switch l.sweep {
 	case "":
@@ -97,10 +123,13 @@ type levelRunner func(ctx context.Context, idx int, lv load.Level) (load.Result,
 // --repeat times, judges SLOs, and returns the levels in the order run.
 func (l *loadFlags) runLevels(ctx context.Context, planned []load.Level, template load.Level, run levelRunner, annotate func(*metrics.Level)) ([]metrics.Level, bool, error) {
 	var out []metrics.Level
+	template.Steps, template.ThinkTime = l.steps, l.thinkTime
 	next := func(i int) (load.Level, bool) {
 		if l.autoSweep == nil {
 			if i < len(planned) {
-				return planned[i], true
+				lv := planned[i]
+				lv.Steps, lv.ThinkTime = l.steps, l.thinkTime
+				return lv, true
 			}
 			return load.Level{}, false
 		}
@@ -162,6 +191,7 @@ func (l *loadFlags) finish(s *metrics.Summary) {
 func (l *loadFlags) describe() map[string]any {
 	return map[string]any{
 		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
+		"workload": l.workload, "steps": l.steps, "think_time": l.thinkTime.String(),
 		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
 	}
 }
