@@ -1,9 +1,14 @@
 // Package workload makes the prompts a benchmark sends. Synthetic prompts
 // are built from common English words that are one token each under the
 // chosen tokenizer, so their length is exact, and verified by re-encoding.
+// Prompts also come from datasets (JSONL, ShareGPT, streamed and
+// reservoir-sampled) or are cut from a text corpus at an exact length.
+// Lengths follow a Dist (fixed, normal, uniform); a shared prefix in groups
+// exercises prefix caching. A Source holds a level's requests, made before
+// the level starts, and implements load.Source.
 //
-// A Synthetic generator is deterministic for a seed and not safe for
-// concurrent use; make the prompts before the load starts.
+// Everything is deterministic for a seed. A Synthetic generator and a
+// Corpus are not safe for concurrent use; a finished Source is.
 package workload
 
 import (

@@ -1,0 +1,304 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tokbench/tokbench/api"
+)
+
+// Dataset formats.
+const (
+	FormatAuto     = "auto"
+	FormatJSONL    = "jsonl"    // {"prompt": …} or {"messages": […]} per line, optional "max_tokens"
+	FormatShareGPT = "sharegpt" // [{"conversations": [{"from": "human", "value": …}, …]}, …]
+	FormatText     = "text"     // a plain-text corpus prompts are cut from
+)
+
+// Row is one request from a dataset.
+type Row struct {
+	// Prompt or Messages carries the input; Messages wins when both are set.
+	Prompt   string
+	Messages []api.Message
+	// MaxTokens is the row's own output length (0: none). For ShareGPT it
+	// is left 0 and Reply, the recorded answer, sets it by its token count.
+	MaxTokens int
+	Reply     string
+	// Line is where the row starts in its file (1-based).
+	Line int
+}
+
+// Text is the row's input as one string.
+func (r Row) Text() string {
+	if len(r.Messages) == 0 {
+		return r.Prompt
+	}
+	return (&api.Request{Messages: r.Messages}).Prompt()
+}
+
+// RowError is a bad row: the file, the line it starts on and the field.
+type RowError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *RowError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: field %q: %s", e.File, e.Line, e.Field, e.Msg)
+}
+
+// DetectFormat names the format of a dataset file: .jsonl/.ndjson files are
+// JSONL; otherwise the first non-blank byte decides ('[' ShareGPT, '{'
+// JSONL, anything else plain text).
+func DetectFormat(path string) (string, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		return FormatJSONL, nil
+	case ".txt", ".md":
+		return FormatText, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return FormatText, nil
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n', 0xEF, 0xBB, 0xBF: // whitespace, UTF-8 BOM
+			continue
+		case '[':
+			return FormatShareGPT, nil
+		case '{':
+			return FormatJSONL, nil
+		}
+		return FormatText, nil
+	}
+}
+
+// Sample reads the rows of a JSONL or ShareGPT file and keeps k of them,
+// chosen uniformly with the seed (reservoir sampling: the file is streamed,
+// never held whole). Every row is checked, so a bad row anywhere is an
+// error before anything is sent. Fewer than k rows are all kept. The rows
+// come back in a seeded random order.
+func Sample(path, format string, k int, seed uint64) ([]Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read dataset %s: %w", path, err)
+	}
+	defer f.Close()
+	rng := rand.New(rand.NewPCG(seed, seed^0xda7a5e7))
+	var kept []Row
+	seen := 0
+	keep := func(r Row) error {
+		seen++
+		if len(kept) < k {
+			kept = append(kept, r)
+		} else if j := rng.IntN(seen); j < k {
+			kept[j] = r
+		}
+		return nil
+	}
+	name := filepath.Base(path)
+	switch format {
+	case FormatJSONL:
+		err = ReadJSONL(f, name, keep)
+	case FormatShareGPT:
+		err = ReadShareGPT(f, name, keep)
+	default:
+		return nil, fmt.Errorf("dataset %s: format %q has no rows", path, format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if seen == 0 {
+		return nil, fmt.Errorf("dataset %s: no rows", path)
+	}
+	rng.Shuffle(len(kept), func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })
+	return kept, nil
+}
+
+// jsonlRow is one JSONL line; RawMessage fields let errors name the field.
+type jsonlRow struct {
+	Prompt    json.RawMessage `json:"prompt"`
+	Messages  json.RawMessage `json:"messages"`
+	MaxTokens json.RawMessage `json:"max_tokens"`
+}
+
+// ReadJSONL calls fn with every row of a JSONL stream, in order. Blank
+// lines are skipped; lines may be of any length. name labels errors.
+func ReadJSONL(r io.Reader, name string, fn func(Row) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			row, rerr := parseJSONLRow(b, name, line)
+			if rerr != nil {
+				return rerr
+			}
+			if ferr := fn(row); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read dataset %s: %w", name, err)
+		}
+	}
+}
+
+func parseJSONLRow(b []byte, name string, line int) (Row, error) {
+	bad := func(field, format string, args ...any) (Row, error) {
+		return Row{}, &RowError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	var raw jsonlRow
+	if err := json.Unmarshal(b, &raw); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field == "" {
+			return bad("", "want a JSON object per line")
+		}
+		return bad("", "invalid JSON: %v", err)
+	}
+	row := Row{Line: line}
+	switch {
+	case len(raw.Messages) > 0 && string(raw.Messages) != "null":
+		if err := json.Unmarshal(raw.Messages, &row.Messages); err != nil {
+			return bad("messages", `want [{"role": …, "content": "…"}, …]`)
+		}
+		if len(row.Messages) == 0 {
+			return bad("messages", "is empty")
+		}
+		for i, m := range row.Messages {
+			if m.Role == "" {
+				return bad(fmt.Sprintf("messages[%d].role", i), "missing")
+			}
+		}
+	case len(raw.Prompt) > 0 && string(raw.Prompt) != "null":
+		if err := json.Unmarshal(raw.Prompt, &row.Prompt); err != nil {
+			return bad("prompt", "want a string")
+		}
+		if strings.TrimSpace(row.Prompt) == "" {
+			return bad("prompt", "is empty")
+		}
+	default:
+		return bad("prompt", `missing (want "prompt" or "messages")`)
+	}
+	if len(raw.MaxTokens) > 0 && string(raw.MaxTokens) != "null" {
+		if err := json.Unmarshal(raw.MaxTokens, &row.MaxTokens); err != nil || row.MaxTokens < 1 {
+			return bad("max_tokens", "want a whole number ≥ 1, got %s", raw.MaxTokens)
+		}
+	}
+	return row, nil
+}
+
+// lineCounter remembers where the newlines of a stream are, so an offset
+// the JSON decoder reports can be turned into a line number.
+type lineCounter struct {
+	r   io.Reader
+	off int64
+	nl  []int64
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i, b := range p[:n] {
+		if b == '\n' {
+			c.nl = append(c.nl, c.off+int64(i))
+		}
+	}
+	c.off += int64(n)
+	return n, err
+}
+
+// line is the 1-based line holding byte offset off.
+func (c *lineCounter) line(off int64) int {
+	return sort.Search(len(c.nl), func(i int) bool { return c.nl[i] >= off }) + 1
+}
+
+type shareGPTEntry struct {
+	Conversations []struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	} `json:"conversations"`
+}
+
+// ReadShareGPT calls fn with every entry of a ShareGPT JSON array: the
+// first human turn is the prompt, the next assistant turn the reply. The
+// array is decoded one entry at a time.
+func ReadShareGPT(r io.Reader, name string, fn func(Row) error) error {
+	lc := &lineCounter{r: r}
+	dec := json.NewDecoder(lc)
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('[') {
+		return &RowError{File: name, Line: 1, Msg: "want a JSON array of {\"conversations\": […]}"}
+	}
+	for i := 0; dec.More(); i++ {
+		start := dec.InputOffset()
+		var e shareGPTEntry
+		if err := dec.Decode(&e); err != nil {
+			line := lc.line(start + 1)
+			var ute *json.UnmarshalTypeError
+			if errors.As(err, &ute) {
+				return &RowError{File: name, Line: line, Field: fmt.Sprintf("[%d].%s", i, ute.Field), Msg: "want " + ute.Type.String()}
+			}
+			return &RowError{File: name, Line: line, Field: fmt.Sprintf("[%d]", i), Msg: "invalid JSON: " + err.Error()}
+		}
+		line := lc.line(skipSpace(lc, start))
+		row := Row{Line: line}
+		for j, c := range e.Conversations {
+			switch strings.ToLower(c.From) {
+			case "human", "user":
+				if row.Prompt == "" {
+					if strings.TrimSpace(c.Value) == "" {
+						return &RowError{File: name, Line: line, Field: fmt.Sprintf("[%d].conversations[%d].value", i, j), Msg: "is empty"}
+					}
+					row.Prompt = c.Value
+				}
+			case "gpt", "assistant", "chatgpt", "bard", "bing":
+				if row.Prompt != "" && row.Reply == "" {
+					row.Reply = c.Value
+				}
+			}
+		}
+		if row.Prompt == "" {
+			return &RowError{File: name, Line: line, Field: fmt.Sprintf("[%d].conversations", i), Msg: "no human turn"}
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return &RowError{File: name, Line: lc.line(dec.InputOffset()), Msg: "the array is not closed: " + err.Error()}
+	}
+	return nil
+}
+
+// skipSpace returns the offset where an entry's text begins: InputOffset
+// points before the separating comma, and an entry usually starts on the
+// line after it. Only used for line numbers.
+func skipSpace(lc *lineCounter, start int64) int64 {
+	i := sort.Search(len(lc.nl), func(i int) bool { return lc.nl[i] >= start })
+	if i < len(lc.nl) && lc.nl[i] <= start+1 {
+		return lc.nl[i] + 1
+	}
+	return start
+}

@@ -1,0 +1,199 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+// Counter counts a prompt's tokens exactly, e.g. with the server's own
+// tokenizer (tokenize.Server).
+type Counter interface {
+	CountContext(ctx context.Context, text string) (int, error)
+}
+
+// Config says what requests a Source makes.
+type Config struct {
+	// Tokenizer builds and counts prompts.
+	Tokenizer tokenize.Tokenizer
+	// Counter, when set, counts every prompt instead (the model's own
+	// tokenizer on the server); synthetic prompts are grown or trimmed
+	// until it agrees with the requested length.
+	Counter Counter
+	// Input and Output are the lengths; Input is the unique part of each
+	// prompt, after any shared prefix.
+	Input, Output Dist
+	// Rows, when set, are the prompts (cycled); a row's own length (its
+	// max_tokens, or the token count of its recorded reply) overrides Output.
+	Rows []Row
+	// Corpus, when set, is cut into prompts of Input tokens.
+	Corpus *Corpus
+	// PrefixTokens of shared text start every prompt, one of PrefixGroups
+	// distinct prefixes (request i uses prefix i mod groups), so an engine
+	// with prefix caching serves those tokens from its cache.
+	PrefixTokens, PrefixGroups int
+	Model                      string
+	IgnoreEOS                  bool
+	// MinTokens is sent as min_tokens (vLLM), capped at each request's max_tokens.
+	MinTokens int
+	Seed      uint64
+}
+
+// Source is a fixed list of requests made before a level starts; request i
+// is the (i mod len)-th. It implements load.Source and is safe for
+// concurrent use (it is read-only once made).
+type Source struct {
+	reqs     []*api.Request
+	inTokens []int
+}
+
+// NewSource makes n requests from cfg. The same cfg and n give the same
+// requests.
+func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
+	if n < 1 {
+		n = 1
+	}
+	syn, err := NewSynthetic(cfg.Tokenizer, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed0f1e))
+	var prefixes []string
+	if cfg.PrefixTokens > 0 {
+		// Prefixes come from their own generator so that they are the same
+		// for every level and input length of a run.
+		pg, _ := NewSynthetic(cfg.Tokenizer, cfg.Seed^0x9f1e5)
+		for range max(cfg.PrefixGroups, 1) {
+			p, err := pg.Prompt(cfg.PrefixTokens)
+			if err != nil {
+				return nil, err
+			}
+			prefixes = append(prefixes, p)
+		}
+	}
+	s := &Source{}
+	for i := range n {
+		prefix := ""
+		if len(prefixes) > 0 {
+			prefix = prefixes[i%len(prefixes)]
+		}
+		req := &api.Request{Model: cfg.Model, IgnoreEOS: cfg.IgnoreEOS, MaxTokens: cfg.Output.Sample(rng)}
+		var text string
+		want := 0 // the exact length intended, when there is one
+		switch {
+		case len(cfg.Rows) > 0:
+			row := cfg.Rows[i%len(cfg.Rows)]
+			switch {
+			case row.MaxTokens > 0:
+				req.MaxTokens = row.MaxTokens
+			case row.Reply != "":
+				req.MaxTokens = max(1, cfg.Tokenizer.Count(row.Reply))
+			}
+			if len(row.Messages) > 0 {
+				req.Messages = append([]api.Message(nil), row.Messages...)
+				if prefix != "" {
+					req.Messages[0].Content = prefix[1:] + "\n\n" + req.Messages[0].Content
+				}
+			} else {
+				text = row.Prompt
+				if prefix != "" {
+					text = prefix[1:] + "\n\n" + text
+				}
+			}
+		case cfg.Corpus != nil:
+			n := cfg.Input.Sample(rng)
+			if text, err = cfg.Corpus.Cut(cfg.Tokenizer, n, rng); err != nil {
+				return nil, err
+			}
+			if prefix != "" {
+				text = prefix[1:] + "\n\n" + text
+			} else {
+				want = n
+			}
+		default:
+			n := cfg.Input.Sample(rng)
+			if text, err = syn.Prompt(n); err != nil {
+				return nil, err
+			}
+			// " w1 … wk" + " u1 … un": every word stays one token.
+			text = prefix + text
+			want = cfg.PrefixTokens + n
+		}
+		if req.Messages == nil {
+			req.Messages = []api.Message{{Role: "user", Content: text}}
+		}
+		if cfg.MinTokens > 0 {
+			req.Extra = map[string]any{"min_tokens": min(cfg.MinTokens, req.MaxTokens)}
+		}
+		count, err := cfg.count(ctx, req, want, syn)
+		if err != nil {
+			return nil, err
+		}
+		s.reqs = append(s.reqs, req)
+		s.inTokens = append(s.inTokens, count)
+	}
+	return s, nil
+}
+
+// count returns the prompt's tokens. Without a Counter the synthetic
+// length is exact by construction and other prompts are counted with the
+// tokenizer. With one, the server's count is the truth: a synthetic prompt
+// gets words appended or removed until it matches want.
+func (cfg Config) count(ctx context.Context, req *api.Request, want int, syn *Synthetic) (int, error) {
+	if cfg.Counter == nil {
+		if want > 0 {
+			return want, nil
+		}
+		return cfg.Tokenizer.Count(req.Prompt()), nil
+	}
+	msg := &req.Messages[len(req.Messages)-1]
+	for attempt := 0; ; attempt++ {
+		got, err := cfg.Counter.CountContext(ctx, req.Prompt())
+		if err != nil {
+			return 0, err
+		}
+		if want == 0 || got == want || attempt == 8 {
+			if want > 0 && got != want {
+				return 0, fmt.Errorf("the server counts %d tokens in a prompt built for %d; use a local --tokenizer", got, want)
+			}
+			return got, nil
+		}
+		if got < want {
+			more, err := syn.Prompt(want - got)
+			if err != nil {
+				return 0, err
+			}
+			msg.Content += more
+		} else {
+			msg.Content = dropWords(msg.Content, got-want)
+		}
+	}
+}
+
+// dropWords removes the last k space-led words of s.
+func dropWords(s string, k int) string {
+	for ; k > 0; k-- {
+		i := len(s) - 1
+		for i > 0 && s[i] != ' ' {
+			i--
+		}
+		if i <= 0 {
+			return s
+		}
+		s = s[:i]
+	}
+	return s
+}
+
+// Len is the number of distinct requests.
+func (s *Source) Len() int { return len(s.reqs) }
+
+// Request implements load.Source: the i-th request and its prompt's token
+// count. The request is shared; callers must not modify it.
+func (s *Source) Request(i int) (*api.Request, int) {
+	j := i % len(s.reqs)
+	return s.reqs[j], s.inTokens[j]
+}
