@@ -128,7 +128,13 @@ func TestTimingMatchesKnownServer(t *testing.T) {
 				t.Errorf("TTFVT p50 %.3f differs from TTFT p50 %.3f without reasoning", lv.TTFVT.P50, lv.TTFT.P50)
 			}
 			// ITL: a chunk of k tokens after a gap g counts as k gaps of g/k.
-			within(t, "ITL p50 ms", lv.ITL.P50, float64(gap)/1e6/float64(per), 1)
+			// The mean is exact whatever the client's lateness (it is the span
+			// over the gaps); the median needs chunks stamped one by one,
+			// which a starved race-detector build may coalesce.
+			within(t, "ITL mean ms", lv.ITL.Mean, float64(gap)/1e6/float64(per), 1)
+			if !raceBuild {
+				within(t, "ITL p50 ms", lv.ITL.P50, float64(gap)/1e6/float64(per), 1)
+			}
 			if want := tokens - min(per, tokens); lv.ITL.Count != want*c.requests {
 				t.Errorf("ITL count = %d, want %d", lv.ITL.Count, want*c.requests)
 			}

@@ -8,4 +8,5 @@ package load
 const (
 	ttftTolMs = 25
 	tpsTolRel = 0.15
+	raceBuild = true
 )

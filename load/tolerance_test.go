@@ -6,4 +6,5 @@ package load
 const (
 	ttftTolMs = 2
 	tpsTolRel = 0.02
+	raceBuild = false
 )

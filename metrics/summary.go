@@ -77,7 +77,10 @@ type Level struct {
 	ServerTPS *Stats `json:"server_decode_tps,omitempty"`
 	// ChainMs is the wall-clock of complete agent chains, first call's t0 to
 	// the last call's end, think time included.
-	ChainMs   *Stats     `json:"chain_ms,omitempty"`
+	ChainMs *Stats `json:"chain_ms,omitempty"`
+	// LateSends counts open-loop requests sent more than 1 ms after their
+	// scheduled instant (the client was busy or the in-flight cap was hit).
+	LateSends int        `json:"late_sends,omitempty"`
 	Shortfall Shortfall  `json:"output_shortfall"`
 	Physics   *Physics   `json:"physics,omitempty"`
 	SLO       *SLOResult `json:"slo,omitempty"`
@@ -177,6 +180,9 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 			perChunk = append(perChunk, float64(k))
 		}
 		if load.Mode == "rate" {
+			if r.QueueMs > 1 {
+				lv.LateSends++
+			}
 			queue = append(queue, r.QueueMs)
 			ttftS = append(ttftS, r.TTFTMs+r.QueueMs)
 			e2eS = append(e2eS, r.E2EMs+r.QueueMs)
@@ -227,6 +233,11 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 	if chains := chainWalls(recs); len(chains) > 0 {
 		s := Describe(chains)
 		lv.ChainMs = &s
+	}
+	if lv.LateSends > 0 {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
+			"%d of %d requests went out more than 1 ms after their scheduled instant (client queue p99 %.1f ms); latency from the scheduled instant includes that wait",
+			lv.LateSends, lv.Requests.Completed, lv.QueueMs.P99))
 	}
 	if lv.Shortfall.ShortRequests > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(

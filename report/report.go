@@ -85,6 +85,16 @@ func Table(w io.Writer, s metrics.Summary) error {
 	if s.Capacity != nil {
 		notes = append(notes, "capacity: "+s.Capacity.Statement)
 	}
+	if len(s.Levels) > 1 {
+		best := 0
+		for i, lv := range s.Levels {
+			if lv.OutputTPS > s.Levels[best].OutputTPS {
+				best = i
+			}
+		}
+		b := s.Levels[best]
+		notes = append(notes, fmt.Sprintf("peak aggregate throughput: %s tok/s at %s (decode p50 %s tok/s per user)", num(b.OutputTPS, 1), b.Load, num(b.DecodeTPS.P50, b.DecodeTPS.Count)))
+	}
 	if s.Knee != nil {
 		notes = append(notes, s.Knee.Statement)
 	}
