@@ -14,14 +14,21 @@ type Load struct {
 	Concurrency int     `json:"concurrency,omitempty"`
 	RateRPS     float64 `json:"rate_rps,omitempty"`
 	Arrival     string  `json:"arrival,omitempty"`
+	// InputTokens is the prompt length of the level when input length is
+	// a sweep dimension (--input-tokens 1k,8k,32k); 0 otherwise.
+	InputTokens int `json:"input_tokens,omitempty"`
 }
 
 // String is a short label: "c=8" or "5 req/s poisson".
 func (l Load) String() string {
+	s := fmt.Sprintf("c=%d", l.Concurrency)
 	if l.Mode == "rate" {
-		return fmt.Sprintf("%g req/s %s", l.RateRPS, l.Arrival)
+		s = fmt.Sprintf("%g req/s %s", l.RateRPS, l.Arrival)
 	}
-	return fmt.Sprintf("c=%d", l.Concurrency)
+	if l.InputTokens > 0 {
+		s += fmt.Sprintf(" in=%d", l.InputTokens)
+	}
+	return s
 }
 
 // Requests counts a level's requests; Errors is keyed by error class.
@@ -47,9 +54,18 @@ type Level struct {
 	Requests  Requests `json:"requests"`
 	DurationS float64  `json:"duration_s"`
 
-	InputTokens  int    `json:"input_tokens"`
-	OutputTokens int    `json:"output_tokens"`
-	TokenSource  string `json:"token_source"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// InputTokensRequested is the prompt length the workload intended,
+	// summed over completed requests; InputTokens minus it, per request, is
+	// TemplateTokensPerRequest: what the chat template (role markers, BOS)
+	// added when the server reported prompt_tokens.
+	InputTokensRequested     int     `json:"input_tokens_requested,omitempty"`
+	TemplateTokensPerRequest float64 `json:"template_tokens_per_request,omitempty"`
+	// ReasoningTokens are the output tokens spent reasoning (part of
+	// OutputTokens), from usage details or the reasoning deltas.
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
+	TokenSource     string `json:"token_source"`
 
 	OutputTPS float64 `json:"output_tps"`
 	// SteadyOutputTPS is the aggregate rate between ramp-up (every initial
@@ -151,6 +167,8 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 		}
 		lv.Requests.Completed++
 		lv.InputTokens += r.InputTokens
+		lv.InputTokensRequested += r.InputTokensRequested
+		lv.ReasoningTokens += r.ReasoningTokens
 		lv.OutputTokens += r.OutputTokens
 		if r.TokenSource != "" {
 			sources[r.TokenSource] = true
@@ -238,6 +256,16 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
 			"%d of %d requests went out more than 1 ms after their scheduled instant (client queue p99 %.1f ms); latency from the scheduled instant includes that wait",
 			lv.LateSends, lv.Requests.Completed, lv.QueueMs.P99))
+	}
+	if lv.InputTokensRequested > 0 && lv.Requests.Completed > 0 {
+		extra := float64(lv.InputTokens-lv.InputTokensRequested) / float64(lv.Requests.Completed)
+		if extra > 0 {
+			lv.TemplateTokensPerRequest = extra
+		} else if extra < 0 {
+			lv.Warnings = append(lv.Warnings, fmt.Sprintf(
+				"input: the server counted %d prompt tokens for %d requested; the --tokenizer does not match the model's (try --tokenizer server or the model's tokenizer.json)",
+				lv.InputTokens, lv.InputTokensRequested))
+		}
 	}
 	if lv.Shortfall.ShortRequests > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
