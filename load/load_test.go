@@ -233,7 +233,9 @@ func matchStreams(t *testing.T, recs []metrics.Record, streams []fakellm.Stream)
 	return out
 }
 
-func newRunner(t *testing.T, srv *fakellm.Server) *Runner {
+func newRunner(t *testing.T, srv *fakellm.Server) *Runner { return newRunnerB(t, srv) }
+
+func newRunnerB(t testing.TB, srv *fakellm.Server) *Runner {
 	t.Helper()
 	tok, err := tokenize.Get("cl100k_base")
 	if err != nil {
