@@ -159,19 +159,17 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 		resp.fail("http_"+strconv.Itoa(hresp.StatusCode), "HTTP %d: %s", hresp.StatusCode, cl.scrub(errorMessage(body)))
 		return resp
 	}
-	var body io.Reader = hresp.Body
-	if cl.StallTimeout > 0 {
-		sr := newStallReader(hresp.Body, cl.StallTimeout)
-		defer sr.stop()
-		body = sr
+	sr := newStallReader(hresp.Body, cl.StallTimeout)
+	defer sr.stop()
+	cl.Adapter.Decode(sr, resp)
+	if resp.Done.IsZero() {
+		resp.Done = time.Now()
 	}
-	cl.Adapter.Decode(body, resp)
-	resp.Done = time.Now()
 	if resp.ErrorClass != "" {
 		if c := ctxClass(ctx); c != "" {
 			resp.ErrorClass = ""
 			resp.fail(c, "%s while streaming", ctx.Err())
-		} else if sr, ok := body.(*stallReader); ok && sr.stalled() {
+		} else if sr.stalled() {
 			resp.ErrorClass = ""
 			resp.fail("stall_timeout", "no data for %s", cl.StallTimeout)
 		}

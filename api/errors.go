@@ -64,33 +64,68 @@ func shorten(s string) string {
 	return s[:cut] + "…"
 }
 
-// stallReader fails reads once no bytes have arrived for the stall timeout,
-// by closing the underlying body from a timer.
+// stallReader fails reads once no bytes have arrived for the stall timeout
+// (0: no limit), by closing the underlying body from a timer. Tail sets a
+// final limit after which reading ends even if bytes keep coming.
 type stallReader struct {
 	r       io.ReadCloser
+	mu      sync.Mutex
 	timeout time.Duration
 	timer   *time.Timer
 	fired   atomic.Bool
-	once    sync.Once
+	tailed  bool
 }
 
 func newStallReader(r io.ReadCloser, timeout time.Duration) *stallReader {
 	s := &stallReader{r: r, timeout: timeout}
-	s.timer = time.AfterFunc(timeout, func() {
-		s.fired.Store(true)
-		r.Close()
-	})
+	if timeout > 0 {
+		s.timer = time.AfterFunc(timeout, s.fire)
+	}
 	return s
+}
+
+func (s *stallReader) fire() {
+	s.fired.Store(true)
+	s.r.Close()
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if n > 0 && !s.fired.Load() {
-		s.timer.Reset(s.timeout)
+		s.mu.Lock()
+		if s.timer != nil && !s.tailed {
+			s.timer.Reset(s.timeout)
+		}
+		s.mu.Unlock()
 	}
 	return n, err
 }
 
-func (s *stallReader) stalled() bool { return s.fired.Load() }
+// Tail ends reading d from now at the latest.
+func (s *stallReader) Tail(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tailed {
+		return
+	}
+	s.tailed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer = time.AfterFunc(d, s.fire)
+}
 
-func (s *stallReader) stop() { s.once.Do(func() { s.timer.Stop() }) }
+// stalled reports whether the stall timeout (not a Tail) ended the body.
+func (s *stallReader) stalled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fired.Load() && !s.tailed
+}
+
+func (s *stallReader) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}

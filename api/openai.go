@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/sse"
@@ -127,9 +128,20 @@ type openaiChunk struct {
 	Message string          `json:"message"`
 }
 
+// doneGrace is how long a complete answer waits for its end marker.
+const doneGrace = 2 * time.Second
+
+// tail bounds how much longer body may be read, when it supports that.
+func tail(body io.Reader, d time.Duration) {
+	if t, ok := body.(interface{ Tail(time.Duration) }); ok {
+		t.Tail(d)
+	}
+}
+
 // Decode implements Adapter.
 func (o OpenAI) Decode(body io.Reader, resp *Response) {
 	dec := sse.NewDecoder(body)
+	var lastAt time.Time
 	var text, reasoning strings.Builder
 	for {
 		ev, err := dec.Next()
@@ -140,9 +152,16 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 				}
 				return
 			}
+			if resp.Finish != "" && resp.Usage != nil {
+				// The answer was complete; only the end marker is missing.
+				// It ended with its last event, not when we stopped waiting.
+				resp.Done = lastAt
+				return
+			}
 			resp.fail(classifyRead(err), "%v", err)
 			return
 		}
+		lastAt = ev.At
 		data := bytes.TrimSpace(ev.Data)
 		if bytes.Equal(data, []byte("[DONE]")) {
 			resp.SawDone = true
@@ -198,6 +217,12 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 				u.ReasoningTokens = d.ReasoningTokens
 			}
 			resp.Usage = u
+		}
+		if resp.Finish != "" && resp.Usage != nil {
+			// The answer is complete. A server that never sends [DONE] (or
+			// never closes) must not hold the request open: wait briefly for
+			// the end marker, which keeps the connection reusable, then stop.
+			tail(body, doneGrace)
 		}
 		if t := c.Timings; t != nil {
 			resp.Server = &metrics.ServerTiming{

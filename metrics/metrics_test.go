@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -161,5 +162,13 @@ func TestSteadyTPS(t *testing.T) {
 	// window [5, 900]: tokens at 5..895 step 10 = 90 per user, plus none at 900
 	if want := 180 / 0.895; !near(got, want, 1e-9) {
 		t.Errorf("steadyTPS = %g, want %g", got, want)
+	}
+}
+
+func TestSummarizeFlagsIgnoredMaxTokens(t *testing.T) {
+	r := Record{OK: true, OutputTokens: 30, OutputTokensRequested: 10, ChunkMs: []float64{1, 2}, ChunkTokens: []int{15, 15}}
+	lv := Summarize(Load{Mode: "concurrency", Concurrency: 1}, []Record{r, r}, 1)
+	if lv.Shortfall.LongRequests != 2 || len(lv.Warnings) != 1 || !strings.Contains(lv.Warnings[0], "ignores it") {
+		t.Errorf("shortfall %+v warnings %v", lv.Shortfall, lv.Warnings)
 	}
 }

@@ -46,6 +46,9 @@ type Shortfall struct {
 	// ShortRequests counts completed requests that returned fewer tokens
 	// than they asked for.
 	ShortRequests int `json:"short_requests"`
+	// LongRequests counts completed requests that returned more tokens than
+	// they asked for: the server ignored max_tokens.
+	LongRequests int `json:"long_requests,omitempty"`
 }
 
 // Level is the summary of one load level, in the summary.json shape.
@@ -179,6 +182,9 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 			if r.OutputTokens < r.OutputTokensRequested {
 				lv.Shortfall.ShortRequests++
 			}
+			if r.OutputTokens > r.OutputTokensRequested {
+				lv.Shortfall.LongRequests++
+			}
 		}
 		ttft = append(ttft, r.TTFTMs)
 		if r.TTFVTMs > 0 {
@@ -266,6 +272,11 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 				"input: the server counted %d prompt tokens for %d requested; the --tokenizer does not match the model's (try --tokenizer server or the model's tokenizer.json)",
 				lv.InputTokens, lv.InputTokensRequested))
 		}
+	}
+	if lv.Shortfall.LongRequests > 0 {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
+			"%d of %d completed requests returned more tokens than max_tokens: the server ignores it, so output lengths are not what was asked",
+			lv.Shortfall.LongRequests, lv.Requests.Completed))
 	}
 	if lv.Shortfall.ShortRequests > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(

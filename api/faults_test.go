@@ -1,0 +1,158 @@
+package api
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+var req1 = &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, MaxTokens: 4}
+
+const okStream = "data: {\"id\":\"r\",\"choices\":[{\"delta\":{\"content\":\" a\"}}]}\n\n" +
+	"data: {\"choices\":[{\"delta\":{\"content\":\" b\"},\"finish_reason\":\"length\"}]}\n\n" +
+	"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+
+func TestHTTPStatusesClassified(t *testing.T) {
+	for _, code := range []int{400, 401, 403, 404, 413, 429, 500, 502, 503, 504} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if code == 429 || code == 503 {
+				w.Header().Set("Retry-After", "3")
+			}
+			w.WriteHeader(code)
+			fmt.Fprintf(w, `{"error":{"message":"status %d says why"}}`, code)
+		}))
+		c := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+		r := c.Do(context.Background(), req1)
+		srv.Close()
+		if r.ErrorClass != fmt.Sprintf("http_%d", code) || r.Status != code || !strings.Contains(r.Error, fmt.Sprintf("status %d says why", code)) {
+			t.Errorf("%d: class %q status %d error %q", code, r.ErrorClass, r.Status, r.Error)
+		}
+		if (code == 429 || code == 503) != (r.RetryAfter == "3") {
+			t.Errorf("%d: Retry-After %q", code, r.RetryAfter)
+		}
+	}
+}
+
+func TestTransportFaults(t *testing.T) {
+	// TLS: a server whose certificate the client does not trust.
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, okStream) }))
+	defer tlsSrv.Close()
+	c := &Client{HTTP: &http.Client{}, Adapter: OpenAI{Chat: true}, BaseURL: tlsSrv.URL}
+	if r := c.Do(context.Background(), req1); r.ErrorClass != "tls" {
+		t.Errorf("untrusted TLS: class %q (%s)", r.ErrorClass, r.Error)
+	}
+	// The same server through a client that trusts its certificate.
+	c.HTTP = tlsSrv.Client()
+	if r := c.Do(context.Background(), req1); r.Failed() || len(r.Chunks) != 2 {
+		t.Errorf("trusted TLS: %q %s", r.ErrorClass, r.Error)
+	}
+	// DNS: a dialer that fails the lookup the way the resolver does (no
+	// query leaves the machine).
+	dnsFail := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "llm.invalid", IsNotFound: true}}
+	}}
+	c = &Client{HTTP: &http.Client{Transport: dnsFail}, Adapter: OpenAI{Chat: true}, BaseURL: "http://llm.invalid/v1"}
+	if r := c.Do(context.Background(), req1); r.ErrorClass != "dns" {
+		t.Errorf("DNS failure: class %q (%s)", r.ErrorClass, r.Error)
+	}
+}
+
+func TestHTTP2AndGzipStreams(t *testing.T) {
+	h2 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			http.Error(w, "want HTTP/2", 505)
+			return
+		}
+		fmt.Fprint(w, okStream)
+	}))
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	defer h2.Close()
+	c := &Client{HTTP: h2.Client(), Adapter: OpenAI{Chat: true}, BaseURL: h2.URL}
+	if r := c.Do(context.Background(), req1); r.Failed() || len(r.Chunks) != 2 || r.Usage.CompletionTokens != 2 {
+		t.Errorf("HTTP/2: %q %s", r.ErrorClass, r.Error)
+	}
+
+	gz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			http.Error(w, "client did not offer gzip", 400)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		for _, part := range strings.SplitAfter(okStream, "\n\n") {
+			zw.Write([]byte(part))
+			zw.Flush()
+			w.(http.Flusher).Flush()
+			time.Sleep(2 * time.Millisecond)
+		}
+		zw.Close()
+	}))
+	defer gz.Close()
+	c = &Client{HTTP: &http.Client{}, Adapter: OpenAI{Chat: true}, BaseURL: gz.URL}
+	r := c.Do(context.Background(), req1)
+	if r.Failed() || len(r.Chunks) != 2 {
+		t.Fatalf("gzip: %q %s", r.ErrorClass, r.Error)
+	}
+	if gap := r.Chunks[1].At.Sub(r.Chunks[0].At); gap < time.Millisecond {
+		t.Errorf("gzip chunks stamped %v apart: the stream was buffered, not decoded as it came", gap)
+	}
+}
+
+func TestOddStreams(t *testing.T) {
+	big := strings.Repeat("x", 1<<20+10)
+	cases := []struct {
+		name, body string
+		class      string
+		chunks     int
+	}{
+		{"1 MB line", "data: {\"choices\":[{\"delta\":{\"content\":\"" + big + "\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", "", 1},
+		{"invalid UTF-8", "data: {\"choices\":[{\"delta\":{\"content\":\"a\xff\xfeb\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", "", 1},
+		{"no [DONE], clean close", strings.TrimSuffix(okStream, "data: [DONE]\n\n"), "", 2},
+		{"null content", "data: {\"choices\":[{\"delta\":{\"content\":null,\"role\":\"assistant\"}}]}\n\n" + okStream, "", 2},
+	}
+	for _, c := range cases {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, c.body) }))
+		cl := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+		r := cl.Do(context.Background(), req1)
+		srv.Close()
+		if r.ErrorClass != c.class || len(r.Chunks) != c.chunks {
+			t.Errorf("%s: class %q (%s), %d chunks; want %q, %d", c.name, r.ErrorClass, r.Error, len(r.Chunks), c.class, c.chunks)
+		}
+	}
+}
+
+// TestNoDoneServerDoesNotHang: a server that sends the whole answer and its
+// usage, then neither [DONE] nor a close, ends the request within the grace
+// period, successfully, with the response's end at its last event.
+func TestNoDoneServerDoesNotHang(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, strings.TrimSuffix(okStream, "data: [DONE]\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	cl := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+	start := time.Now()
+	r := cl.Do(context.Background(), req1)
+	if r.Failed() || r.Usage == nil || len(r.Chunks) != 2 {
+		t.Fatalf("class %q (%s)", r.ErrorClass, r.Error)
+	}
+	if waited := time.Since(start); waited > doneGrace+time.Second {
+		t.Errorf("request held %v", waited)
+	}
+	if d := r.Done.Sub(r.Chunks[1].At); d > 100*time.Millisecond {
+		t.Errorf("response end %v after the last chunk; want the last event's instant", d)
+	}
+}
