@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -201,11 +202,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	st := newStream(er)
-	s.submit(st)
 	out := newEncoder(s, chat, er.ID, req)
 	if req.Stream {
 		s.stream(w, r, st, out)
 	} else {
+		s.submit(st)
 		s.collect(w, r, st, out)
 	}
 }
@@ -242,64 +243,125 @@ func (s *Server) take(st *stream, buf []chunk) ([]chunk, bool) {
 // stream writes an SSE response: for chat a role-only first chunk (as vLLM
 // sends), then one event per engine step carrying that step's tokens, the
 // finish_reason on the last of them, a usage chunk with empty choices when
-// stream_options.include_usage is set, and [DONE]. Each step's events are
-// flushed once.
+// stream_options.include_usage is set, and [DONE]. Each step's event is
+// written and flushed once, by a writer goroutine (see [Server.write]); the
+// handler writes the role chunk, hands the response over and waits.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *stream, enc *encoder) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 0, 1024)
+	k := &sink{w: w, rc: http.NewResponseController(w), enc: enc, buf: make([]byte, 0, 1024), done: make(chan struct{})}
 	if enc.chat {
-		buf = enc.roleChunk(buf)
+		k.buf = enc.roleChunk(k.buf)
 	}
-	if _, err := w.Write(buf); err != nil {
-		s.cancel(st.req.ID)
+	if _, err := w.Write(k.buf); err != nil {
 		return
 	}
-	_ = rc.Flush()
-	var chunks []chunk
-	generated := 0
-	for {
-		if !s.wait(r, st) {
-			return
-		}
-		chunks, closed := s.take(st, chunks)
-		buf = buf[:0]
-		done := false
-		for _, c := range chunks {
-			buf = enc.tokenChunk(buf, c)
-			generated += c.tokens
-			if c.finish != FinishNone {
-				done = true
-				if enc.includeUsage {
-					buf = enc.usageChunk(buf, st.req.PromptTokens, generated)
-				}
-				buf = append(buf, "data: [DONE]\n\n"...)
+	if err := k.rc.Flush(); err != nil {
+		return
+	}
+	st.sink = k
+	s.submit(st)
+	select {
+	case <-k.done:
+	case <-r.Context().Done():
+		// The client went away. Once gone is set under the lock no writer
+		// touches w again, so the handler may return.
+		k.mu.Lock()
+		k.stop()
+		k.mu.Unlock()
+		s.cancel(st.req.ID)
+	case <-s.loopDone:
+		// The engine ended and its writers with it; a stream it never
+		// drained still needs its ending.
+		k.mu.Lock()
+		if !k.gone {
+			k.buf = append(k.buf[:0], shutdownEvent...)
+			if _, err := w.Write(k.buf); err == nil {
+				_ = k.rc.Flush()
 			}
+			k.stop()
 		}
-		if closed && !done {
-			buf = append(buf, `data: {"error":{"message":"server shutting down","type":"server_error","code":503}}`+"\n\n"...)
-			done = true
-		}
-		if len(buf) > 0 {
-			if _, err := w.Write(buf); err != nil {
-				s.cancel(st.req.ID)
-				return
+		k.mu.Unlock()
+	}
+}
+
+const shutdownEvent = `data: {"error":{"message":"server shutting down","type":"server_error","code":503}}` + "\n\n"
+
+// sink is a streaming response that writer goroutines write to. mu is held
+// for every write, so the handler can stop writes before it returns.
+type sink struct {
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	enc       *encoder
+	buf       []byte
+	generated int
+	deadline  time.Time     // the connection's write deadline
+	gone      bool          // finished, failed or abandoned: write nothing more
+	done      chan struct{} // closed when gone is set
+}
+
+// stop marks the sink gone; k.mu must be held.
+func (k *sink) stop() {
+	if !k.gone {
+		k.gone = true
+		close(k.done)
+	}
+}
+
+// writeTimeout bounds one flush to a client that does not read: it fails
+// the stream instead of holding up the other streams of its writer. A
+// loopback socket buffers thousands of steps, so only a stuck client hits it.
+const writeTimeout = time.Second
+
+// write writes one job to its stream's response (writer goroutines only).
+func (s *Server) write(j job) {
+	k := j.st.sink
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gone {
+		return
+	}
+	buf := k.buf[:0]
+	last := j.end
+	if j.end {
+		buf = append(buf, shutdownEvent...)
+	} else {
+		buf = k.enc.tokenChunk(buf, j.c)
+		k.generated += j.c.tokens
+		if j.c.finish != FinishNone {
+			last = true
+			if k.enc.includeUsage {
+				buf = k.enc.usageChunk(buf, j.st.req.PromptTokens, k.generated)
 			}
-			if err := rc.Flush(); err != nil {
-				s.cancel(st.req.ID)
-				return
-			}
-			if s.cfg.onFlush != nil && len(chunks) > 0 {
-				s.cfg.onFlush(time.Since(s.base.Add(chunks[len(chunks)-1].at)), chunks[0].first)
-			}
+			buf = append(buf, "data: [DONE]\n\n"...)
 		}
-		if done {
-			return
-		}
+	}
+	k.buf = buf
+	// Moving the deadline costs a timer update: do it once per half timeout.
+	if now := time.Now(); k.deadline.Sub(now) < writeTimeout/2 {
+		k.deadline = now.Add(writeTimeout)
+		_ = k.rc.SetWriteDeadline(k.deadline)
+	}
+	_, err := k.w.Write(buf)
+	if err == nil {
+		err = k.rc.Flush()
+	}
+	if err != nil {
+		k.stop()
+		s.cancel(j.st.req.ID)
+		return
+	}
+	if s.cfg.onFlush != nil && !j.end {
+		s.cfg.onFlush(time.Since(s.base.Add(j.c.at)), j.c.first)
+	}
+	if last {
+		// The connection may serve another request: clear the deadline.
+		_ = k.rc.SetWriteDeadline(time.Time{})
+		k.stop()
 	}
 }
 

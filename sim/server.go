@@ -52,6 +52,8 @@ type Config struct {
 	onFlush func(late time.Duration, firstToken int)
 	// onWake, when set, is told how late the engine loop woke for each step.
 	onWake func(late time.Duration)
+	// onStep, when set, is told each step's duration (engine time).
+	onStep func(d time.Duration)
 }
 
 // Defaults of the preset.
@@ -146,6 +148,11 @@ type Server struct {
 
 	stop     context.CancelFunc
 	loopDone chan struct{}
+	// writers take each step's chunks for streaming responses, one channel
+	// per writer goroutine; a stream always goes to the same writer, so its
+	// chunks stay in order. The loop closes them when it ends.
+	writers     []chan []job
+	writersDone sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -182,6 +189,18 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.met = newServerMetrics(s.kvCap)
 	s.handler = s.routes()
+	s.writers = make([]chan []job, runtime.GOMAXPROCS(0))
+	for i := range s.writers {
+		ch := make(chan []job, 256)
+		s.writers[i] = ch
+		s.writersDone.Go(func() {
+			for jobs := range ch {
+				for _, j := range jobs {
+					s.write(j)
+				}
+			}
+		})
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.loop(ctx)
@@ -284,15 +303,37 @@ type chunk struct {
 	finish Finish
 }
 
-// stream connects one HTTP request to the engine loop. The loop pushes
-// chunks at each step's end; the handler takes them and writes them as one
-// flush.
+// stream connects one HTTP request to the engine loop. For a streaming
+// response (sink set) the loop hands each step's chunk to a writer
+// goroutine, which writes it to the response directly; otherwise the loop
+// pushes chunks to the queue and the handler takes them.
 type stream struct {
 	req    Request
+	sink   *sink // nil for a non-streaming response
 	mu     sync.Mutex
 	queue  []chunk
 	closed bool          // engine stopped: no more chunks will come
 	notify chan struct{} // cap 1: "queue changed"
+}
+
+// job is one chunk (or, with end set, the server's shutdown) for a
+// streaming response.
+type job struct {
+	st  *stream
+	c   chunk
+	end bool
+}
+
+// writerFor is the writer goroutine that serves a stream.
+func (s *Server) writerFor(id uint64) int { return int(id % uint64(len(s.writers))) }
+
+// endStream tells a stream that no more chunks will come (loop goroutine).
+func (s *Server) endStream(st *stream) {
+	if st.sink == nil {
+		st.close()
+		return
+	}
+	s.writers[s.writerFor(st.req.ID)] <- []job{{st: st, end: true}}
 }
 
 func newStream(r Request) *stream {
@@ -368,8 +409,12 @@ func (s *Server) loop(ctx context.Context) {
 		s.inbox = nil
 		s.mu.Unlock()
 		for _, st := range streams {
-			st.close()
+			s.endStream(st)
 		}
+		for _, ch := range s.writers {
+			close(ch)
+		}
+		s.writersDone.Wait()
 	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -396,9 +441,14 @@ func (s *Server) loop(ctx context.Context) {
 		if s.cfg.onWake != nil {
 			s.cfg.onWake(time.Since(s.base.Add(res.End)))
 		}
+		if s.cfg.onStep != nil {
+			s.cfg.onStep(res.End - res.Start)
+		}
 		if late := time.Since(s.base.Add(res.End)); late > resyncAfter {
 			s.eng.AdvanceTo(res.End + late)
 		}
+		// One hand-off per writer per step, not a wake-up per stream.
+		jobs := make([][]job, len(s.writers))
 		generated := 0
 		for _, em := range res.Emits {
 			generated += em.Tokens
@@ -406,10 +456,21 @@ func (s *Server) loop(ctx context.Context) {
 			if st == nil {
 				continue
 			}
-			st.push(chunk{at: res.End, first: em.First, tokens: em.Tokens, finish: em.Finish})
+			c := chunk{at: res.End, first: em.First, tokens: em.Tokens, finish: em.Finish}
+			if st.sink != nil {
+				w := s.writerFor(em.ID)
+				jobs[w] = append(jobs[w], job{st: st, c: c})
+			} else {
+				st.push(c)
+			}
 			if em.Finish != FinishNone {
 				delete(streams, em.ID)
 				s.met.finished(em.Finish)
+			}
+		}
+		for w, js := range jobs {
+			if len(js) > 0 {
+				s.writers[w] <- js
 			}
 		}
 		s.met.step(res, generated, rate.add(res.End, generated))
@@ -456,7 +517,7 @@ func (s *Server) drain(streams map[uint64]*stream) {
 		st.req.Arrival = s.eng.Now()
 		if err := s.eng.Submit(st.req); err != nil {
 			// Handlers check lengths first; this is a bug guard.
-			st.close()
+			s.endStream(st)
 			continue
 		}
 		streams[st.req.ID] = st
