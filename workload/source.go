@@ -39,7 +39,11 @@ type Config struct {
 	IgnoreEOS                  bool
 	// MinTokens is sent as min_tokens (vLLM), capped at each request's max_tokens.
 	MinTokens int
-	Seed      uint64
+	// Seed fixes everything; Level varies the prompts (and the order of
+	// dataset rows) between the levels of a run, so no level is served
+	// from the prompt cache an earlier one filled. Prefixes stay the same.
+	Seed  uint64
+	Level int
 }
 
 // Source is a fixed list of requests made before a level starts; request i
@@ -56,11 +60,16 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 	if n < 1 {
 		n = 1
 	}
-	syn, err := NewSynthetic(cfg.Tokenizer, cfg.Seed)
+	seed := cfg.Seed + uint64(cfg.Level)*0x9e3779b97f4a7c15
+	syn, err := NewSynthetic(cfg.Tokenizer, seed)
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed0f1e))
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed0f1e))
+	var order []int
+	if len(cfg.Rows) > 0 {
+		order = rng.Perm(len(cfg.Rows))
+	}
 	var prefixes []string
 	if cfg.PrefixTokens > 0 {
 		// Prefixes come from their own generator so that they are the same
@@ -85,7 +94,7 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		want := 0 // the exact length intended, when there is one
 		switch {
 		case len(cfg.Rows) > 0:
-			row := cfg.Rows[i%len(cfg.Rows)]
+			row := cfg.Rows[order[i%len(order)]]
 			switch {
 			case row.MaxTokens > 0:
 				req.MaxTokens = row.MaxTokens

@@ -477,3 +477,20 @@ func FuzzShareGPT(f *testing.F) {
 		}
 	})
 }
+
+func TestSourceLevelsDiffer(t *testing.T) {
+	tok := cl100k(t)
+	cfg := Config{Tokenizer: tok, Input: Fixed(30), Output: Fixed(4), PrefixTokens: 10, Seed: 1}
+	a, _ := NewSource(context.Background(), cfg, 1)
+	cfg.Level = 1
+	b, _ := NewSource(context.Background(), cfg, 1)
+	ra, _ := a.Request(0)
+	rb, _ := b.Request(0)
+	pa, pb := tok.Encode(ra.Prompt()), tok.Encode(rb.Prompt())
+	if tok.Decode(pa[:10]) != tok.Decode(pb[:10]) {
+		t.Error("levels of one run have different shared prefixes")
+	}
+	if tok.Decode(pa[10:]) == tok.Decode(pb[10:]) {
+		t.Error("two levels sent the same unique prompt (the second would hit the prompt cache)")
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/tokenize"
-	"github.com/tokbench/tokbench/workload"
 )
 
 type benchFlags struct {
@@ -47,6 +46,7 @@ type benchFlags struct {
 	paramsB               float64
 	engine, label         string
 	lf                    loadFlags
+	wl                    workloadFlags
 }
 
 func newBenchCmd(env Env) *cobra.Command {
@@ -77,9 +77,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.IntVar(&f.requests, "requests", 0, "requests per level (default max(4×concurrency, 16); with --duration, a cap)")
 	fl.DurationVar(&f.duration, "duration", 0, "run each level this long instead of a request count, e.g. 60s")
 	fl.IntVar(&f.warmup, "warmup", 1, "unrecorded warm-up requests before each level")
-	fl.IntVar(&f.inputTokens, "input-tokens", 512, "prompt length in tokens (exact under --tokenizer)")
-	fl.IntVar(&f.outputTokens, "output-tokens", 128, "max_tokens of each request")
-	fl.StringVar(&f.tokenizer, "tokenizer", tokenize.Default, "tokenizer for prompts and for counting output without usage: cl100k_base, o200k_base")
+	f.wl.register(fl, f)
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "send ignore_eos (vLLM, SGLang, llama.cpp) so outputs reach --output-tokens")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable; values never written to files)")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token)")
@@ -146,10 +144,6 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		return nil, usagef("--duration: must be positive, got %s", f.duration)
 	case f.warmup < 0:
 		return nil, usagef("--warmup: must be 0 or more, got %d", f.warmup)
-	case f.inputTokens < 1:
-		return nil, usagef("--input-tokens: must be at least 1, got %d", f.inputTokens)
-	case f.outputTokens < 1:
-		return nil, usagef("--output-tokens: must be at least 1, got %d", f.outputTokens)
 	case f.timeout < 0 || f.stallTimeout < 0 || f.grace < 0:
 		return nil, usagef("--timeout, --stall-timeout and --grace must not be negative")
 	case f.gpus < 0:
@@ -185,8 +179,8 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 			return nil, usagef("--url: %v", err)
 		}
 	}
-	if p.tok, err = tokenize.Get(f.tokenizer); err != nil {
-		return nil, usagef("--tokenizer: %v", err)
+	if err := f.wl.validate(f, set, p); err != nil {
+		return nil, err
 	}
 	for _, h := range f.headers {
 		name, value, ok := strings.Cut(h, ":")
@@ -227,6 +221,7 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 			Requests: n, Duration: f.duration, Warmup: f.warmup,
 		})
 	}
+	p.levels = f.wl.sweep(p.levels)
 	return p, nil
 }
 
@@ -299,13 +294,10 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 
 	summary := metrics.Summary{Schema: metrics.Schema, Target: target, Warnings: plan.notes}
-	gen, err := workload.NewSynthetic(plan.tok, f.seed)
-	if err != nil {
-		return err
-	}
+	f.wl.connect(baseURL, f.model, httpClient, plan.header)
 	template := load.Level{Requests: f.requests, Duration: f.duration, Warmup: f.warmup}
 	runOnce := func(ctx context.Context, i int, lv load.Level) (load.Result, error) {
-		src, err := newSyntheticSource(gen, f, plan.adapter, lv)
+		src, err := f.wl.source(ctx, f, plan, i, lv)
 		if err != nil {
 			return load.Result{}, err
 		}
@@ -315,7 +307,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	var annotate func(*metrics.Level)
 	if plan.physics != nil {
-		annotate = func(lv *metrics.Level) { plan.physics.annotate(lv, f.inputTokens+f.outputTokens/2) }
+		annotate = func(lv *metrics.Level) { plan.physics.annotate(lv, f.wl.contextTokens(f, lv)) }
 	}
 	summary.Levels, summary.Interrupted, err = f.lf.runLevels(ctx, plan.levels, template, runOnce, annotate)
 	if err != nil {
@@ -356,40 +348,6 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		return &exitError{code: ExitFailure, err: errors.New("no request completed (see the error classes above)")}
 	}
 	return nil
-}
-
-// syntheticSource hands out pre-made prompts of exact length.
-type syntheticSource struct {
-	prompts   []string
-	inTokens  int
-	model     string
-	maxTokens int
-	ignoreEOS bool
-}
-
-func newSyntheticSource(gen *workload.Synthetic, f *benchFlags, _ api.Adapter, lv load.Level) (*syntheticSource, error) {
-	n := (lv.Requests + lv.Warmup) * max(lv.Steps, 1)
-	if lv.Duration > 0 && lv.Requests == 0 {
-		n = max(256, 4*lv.Load.Concurrency)
-	}
-	s := &syntheticSource{inTokens: f.inputTokens, model: f.model, maxTokens: f.outputTokens, ignoreEOS: f.ignoreEOS}
-	for range n {
-		p, err := gen.Prompt(f.inputTokens)
-		if err != nil {
-			return nil, err
-		}
-		s.prompts = append(s.prompts, p)
-	}
-	return s, nil
-}
-
-func (s *syntheticSource) Request(i int) (*api.Request, int) {
-	return &api.Request{
-		Model:     s.model,
-		Messages:  []api.Message{{Role: "user", Content: s.prompts[i%len(s.prompts)]}},
-		MaxTokens: s.maxTokens,
-		IgnoreEOS: s.ignoreEOS,
-	}, s.inTokens
 }
 
 func newTransport() *http.Transport {
@@ -478,6 +436,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
 		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "load": f.lf.describe(),
+		"prompts": f.wl.describe(),
 	}
 }
 

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/workload"
+)
+
+// workloadFlags are bench's prompt and length flags; the logic is in
+// package workload.
+type workloadFlags struct {
+	input, output string
+	dataset       string
+	datasetFormat string
+	prefixTokens  int
+	prefixGroups  int
+	minTokens     int
+
+	inputs  []workload.Dist
+	outDist workload.Dist
+	rows    []workload.Row
+	format  string
+	server  bool // --tokenizer server
+	counter workload.Counter
+}
+
+func (w *workloadFlags) register(fl *pflag.FlagSet, f *benchFlags) {
+	fl.StringVar(&w.input, "input-tokens", "512", "prompt length in tokens, exact under --tokenizer: N, MEAN:STDDEV (normal), LO-HI (uniform); a comma list (1k,8k,32k) sweeps it")
+	fl.StringVar(&w.output, "output-tokens", "128", "max_tokens of each request: N, MEAN:STDDEV or LO-HI")
+	fl.StringVar(&f.tokenizer, "tokenizer", tokenize.Default, "tokenizer for prompts and for counting output without usage: cl100k_base, o200k_base, PATH/tokenizer.json, or server (the engine's /tokenize counts prompts)")
+	fl.StringVar(&w.dataset, "dataset", "", "prompts from a file: JSONL ({\"prompt\"} or {\"messages\"}, optional max_tokens), ShareGPT JSON, or plain text to cut prompts from")
+	fl.StringVar(&w.datasetFormat, "dataset-format", workload.FormatAuto, "auto, jsonl, sharegpt, text")
+	fl.IntVar(&w.prefixTokens, "prefix-tokens", 0, "a shared prefix of N tokens before each prompt (added to --input-tokens), to measure prefix caching")
+	fl.IntVar(&w.prefixGroups, "prefix-groups", 1, "distinct shared prefixes; request i uses prefix i mod G")
+	fl.IntVar(&w.minTokens, "min-tokens", 0, "send min_tokens (vLLM) so outputs are at least this long (capped at max_tokens)")
+}
+
+// validate parses the workload flags, loads the tokenizer into p.tok and
+// checks every dataset row, so a bad file stops the run before any request.
+// A profile may have set f.inputTokens/f.outputTokens already.
+func (w *workloadFlags) validate(f *benchFlags, set func(string) bool, p *benchPlan) error {
+	var err error
+	if !set("input-tokens") && f.inputTokens > 0 {
+		w.inputs = []workload.Dist{workload.Fixed(f.inputTokens)}
+	} else if w.inputs, err = workload.ParseDists(w.input); err != nil {
+		return usagef("--input-tokens: %v", err)
+	}
+	if !set("output-tokens") && f.outputTokens > 0 {
+		w.outDist = workload.Fixed(f.outputTokens)
+	} else if w.outDist, err = workload.ParseDist(w.output); err != nil {
+		return usagef("--output-tokens: %v", err)
+	}
+	// The first length stands for the run where one number is needed
+	// (run.json, the physics context).
+	f.inputTokens, f.outputTokens = int(w.inputs[0].Mean), int(w.outDist.Mean)
+	switch {
+	case len(w.inputs) > 1 && f.lf.sweep != "":
+		return usagef("--input-tokens: a list sweeps input length; it does not combine with --sweep")
+	case len(w.inputs) > 1 && w.dataset != "":
+		return usagef("--input-tokens: a list sweeps synthetic input length; it does not combine with --dataset")
+	case w.prefixTokens < 0:
+		return usagef("--prefix-tokens: must be 0 or more, got %d", w.prefixTokens)
+	case w.prefixGroups < 1:
+		return usagef("--prefix-groups: must be at least 1, got %d", w.prefixGroups)
+	case w.minTokens < 0:
+		return usagef("--min-tokens: must be 0 or more, got %d", w.minTokens)
+	}
+	name := f.tokenizer
+	if name == "server" {
+		w.server = true
+		name = tokenize.Default // builds prompts and counts output without usage
+	}
+	if p.tok, err = tokenize.Open(name); err != nil {
+		return usagef("--tokenizer: %v", err)
+	}
+	if w.dataset == "" {
+		return nil
+	}
+	if _, err := os.Stat(w.dataset); err != nil {
+		return usagef("--dataset: %v", err)
+	}
+	w.format = w.datasetFormat
+	switch w.format {
+	case workload.FormatAuto:
+		if w.format, err = workload.DetectFormat(w.dataset); err != nil {
+			return usagef("--dataset: %v", err)
+		}
+	case workload.FormatJSONL, workload.FormatShareGPT, workload.FormatText:
+	default:
+		return usagef("--dataset-format: unknown %q (known: auto, jsonl, sharegpt, text)", w.format)
+	}
+	if w.format != workload.FormatText {
+		if w.rows, err = workload.Sample(w.dataset, w.format, 100_000, f.seed); err != nil {
+			return usagef("--dataset: %v", err)
+		}
+	}
+	return nil
+}
+
+// sweep makes input length a level dimension: every level once per length.
+func (w *workloadFlags) sweep(levels []load.Level) []load.Level {
+	if len(w.inputs) < 2 {
+		return levels
+	}
+	var out []load.Level
+	for _, d := range w.inputs {
+		for _, lv := range levels {
+			lv.Load.InputTokens = int(d.Mean)
+			out = append(out, lv)
+		}
+	}
+	return out
+}
+
+// connect points --tokenizer server at the benchmarked endpoint.
+func (w *workloadFlags) connect(baseURL, model string, c *http.Client, h http.Header) {
+	if w.server {
+		w.counter = &tokenize.Server{BaseURL: baseURL, Model: model, HTTP: c, Header: h}
+	}
+}
+
+// source makes the requests of level idx.
+func (w *workloadFlags) source(ctx context.Context, f *benchFlags, p *benchPlan, idx int, lv load.Level) (*workload.Source, error) {
+	n := (lv.Requests + lv.Warmup) * max(lv.Steps, 1)
+	if lv.Duration > 0 && lv.Requests == 0 {
+		n = max(256, 4*lv.Load.Concurrency)
+	}
+	in := w.inputs[0]
+	if lv.Load.InputTokens > 0 {
+		in = workload.Fixed(lv.Load.InputTokens)
+	}
+	cfg := workload.Config{
+		Tokenizer: p.tok, Counter: w.counter, Input: in, Output: w.outDist, Rows: w.rows,
+		PrefixTokens: w.prefixTokens, PrefixGroups: w.prefixGroups,
+		Model: f.model, IgnoreEOS: f.ignoreEOS, MinTokens: w.minTokens,
+		Seed: f.seed, Level: idx,
+	}
+	if w.format == workload.FormatText {
+		c, err := workload.OpenCorpus(w.dataset)
+		if err != nil {
+			return nil, usagef("--dataset: %v", err)
+		}
+		defer c.Close()
+		cfg.Corpus = c
+	}
+	return workload.NewSource(ctx, cfg, n)
+}
+
+// contextTokens is a level's typical context for the physics ceiling.
+func (w *workloadFlags) contextTokens(f *benchFlags, lv *metrics.Level) int {
+	in := f.inputTokens
+	if lv.Load.InputTokens > 0 {
+		in = lv.Load.InputTokens
+	}
+	return w.prefixTokens + in + f.outputTokens/2
+}
+
+// describe is the workload part of run.json's configuration.
+func (w *workloadFlags) describe() map[string]any {
+	var in []string
+	for _, d := range w.inputs {
+		in = append(in, d.String())
+	}
+	return map[string]any{
+		"input_tokens": in, "output_tokens": w.outDist.String(), "dataset": w.dataset,
+		"dataset_format": w.format, "prefix_tokens": w.prefixTokens, "prefix_groups": w.prefixGroups,
+		"min_tokens": w.minTokens, "tokenizer_server": w.server,
+	}
+}

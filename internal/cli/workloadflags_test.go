@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+func TestBenchWorkloadBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"prompt\": \"ok\"}\n{\"prompt\": \"\"}\n"), 0o644)
+	srv := fakellm.New(fakellm.Script{Tokens: 4, Usage: true})
+	defer srv.Close()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--input-tokens", "abc"}, "--input-tokens"},
+		{[]string{"--input-tokens", "512:x"}, "--input-tokens"},
+		{[]string{"--output-tokens", "9-3"}, "--output-tokens"},
+		{[]string{"--dataset", bad}, `bad.jsonl:2: field "prompt": is empty`},
+		{[]string{"--dataset", filepath.Join(dir, "none.jsonl")}, "--dataset"},
+		{[]string{"--dataset", bad, "--dataset-format", "csv"}, "--dataset-format"},
+		{[]string{"--tokenizer", filepath.Join(dir, "tokenizer.json")}, "--tokenizer"},
+		{[]string{"--prefix-groups", "0"}, "--prefix-groups"},
+		{[]string{"--input-tokens", "1k,2k", "--sweep", "auto"}, "--input-tokens"},
+	}
+	for _, c := range cases {
+		args := append([]string{"bench", "--url", srv.URL + "/v1", "--model", "m"}, c.args...)
+		code, _, stderr := runCLI(context.Background(), nil, args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+	if n := len(srv.Bodies()); n != 0 {
+		t.Errorf("bad input sent %d requests", n)
+	}
+}
+
+func TestBenchInputSweepAndMinTokens(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 4, Usage: true})
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--input-tokens", "16,40", "--concurrency", "1,2", "--requests", "2", "--warmup", "0",
+		"--output-tokens", "4", "--min-tokens", "3", "--prefix-tokens", "8", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ c, in int }{{1, 16}, {2, 16}, {1, 40}, {2, 40}}
+	if len(s.Levels) != len(want) {
+		t.Fatalf("%d levels, want 4", len(s.Levels))
+	}
+	for i, w := range want {
+		lv := s.Levels[i]
+		if lv.Load.Concurrency != w.c || lv.Load.InputTokens != w.in || lv.InputTokensRequested != 2*(8+w.in) {
+			t.Errorf("level %d: load %+v, input requested %d, want c=%d in=%d and %d", i, lv.Load, lv.InputTokensRequested, w.c, w.in, 2*(8+w.in))
+		}
+	}
+	tok, _ := tokenize.Get("cl100k_base")
+	for i, b := range srv.Bodies() {
+		msgs := b["messages"].([]any)
+		text := msgs[0].(map[string]any)["content"].(string)
+		wantTok := 8 + 16
+		if i >= 4 {
+			wantTok = 8 + 40
+		}
+		if got := tok.Count(text); got != wantTok {
+			t.Errorf("request %d: prompt of %d tokens, want %d", i, got, wantTok)
+		}
+		if b["min_tokens"] != 3.0 {
+			t.Errorf("request %d: min_tokens %v, want 3", i, b["min_tokens"])
+		}
+	}
+}
+
+func TestBenchDataset(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	os.WriteFile(path, []byte("{\"prompt\": \"alpha\", \"max_tokens\": 3}\n{\"messages\": [{\"role\": \"user\", \"content\": \"beta\"}]}\n"), 0o644)
+	srv := fakellm.New(fakellm.Script{Tokens: 4, Usage: true})
+	defer srv.Close()
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--dataset", path, "--concurrency", "1", "--requests", "4", "--warmup", "0", "--output-tokens", "7", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	seen := map[string]float64{}
+	for _, b := range srv.Bodies() {
+		msgs := b["messages"].([]any)
+		seen[msgs[0].(map[string]any)["content"].(string)] = b["max_tokens"].(float64)
+	}
+	if len(seen) != 2 || seen["alpha"] != 3 || seen["beta"] != 7 {
+		t.Errorf("server saw prompts and max_tokens %v, want alpha:3 (its own) and beta:7 (--output-tokens)", seen)
+	}
+}
