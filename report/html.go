@@ -27,7 +27,11 @@ type Page struct {
 // prints. Charts: aggregate output TPS and per-user decode TPS (p50, p5,
 // the single-stream ceiling when known) against load, TTFT p50/p95 against
 // load, and per level histograms of TTFT and decode TPS. Every plotted point
-// carries a <title> with its exact value.
+// carries a <title> with its exact value. With records, a timeline of the
+// level with the most requests (TimelineLevel) shows output tokens/s and
+// requests in flight over time. Levels with SLO verdicts get a panel with
+// every objective's measured value, and the capacity and knee statements.
+// A print stylesheet sets the charts two to a row.
 func WriteHTML(w io.Writer, p Page) error {
 	s := p.Summary
 	d := htmlData{Title: "tokbench: " + s.Target.Model, Summary: s, Interrupted: s.Interrupted}
@@ -78,6 +82,25 @@ func WriteHTML(w io.Writer, p Page) error {
 		name := s.Levels[i].Load.String()
 		d.Hists = append(d.Hists, histogram("TTFT at "+name, "ms", ttft, "#1f77b4"), histogram("Decode TPS at "+name, "tok/s", dtps, "#2ca02c"))
 	}
+	if li := TimelineLevel(s); li >= 0 {
+		n := 0
+		for i := range p.Records {
+			if p.Records[i].Level == li {
+				n++
+			}
+		}
+		if tl, ok := NewTimeline(p.Records, li, timelineBins(n)); ok {
+			d.TimelineOf = s.Levels[li].Load.String()
+			d.Timeline = timeCharts(tl, d.TimelineOf)
+		}
+	}
+	d.SLOs, d.Verdicts = s.SLOs, sloRows(s)
+	if s.Capacity != nil {
+		d.Statements = append(d.Statements, "Capacity: "+s.Capacity.Statement)
+	}
+	if s.Knee != nil {
+		d.Statements = append(d.Statements, "Knee: "+s.Knee.Statement)
+	}
 	d.Meta = metaRows(p.Run, s)
 	d.Notes = append(d.Notes, p.Warnings...)
 	d.Notes = append(d.Notes, s.Warnings...)
@@ -106,6 +129,11 @@ type htmlData struct {
 	Rows        [][]string
 	Charts      []template.HTML
 	Hists       []template.HTML
+	Timeline    []template.HTML
+	TimelineOf  string
+	SLOs        []string
+	Verdicts    []sloRow
+	Statements  []string
 	Meta        [][2]string
 	Notes       []string
 	Errors      []string
@@ -121,6 +149,33 @@ func levelRow(lv *metrics.Level) []string {
 		num(lv.DecodeTPS.P50, lv.DecodeTPS.Count), num(lv.DecodeTPS.P5, lv.DecodeTPS.Count),
 		num(lv.TPOT.P50, lv.TPOT.Count), num(lv.ITL.P99, lv.ITL.Count), num(lv.E2E.P50, lv.E2E.Count),
 		num(lv.OutputTPS, 1), num(lv.RequestRPS, 1)}
+}
+
+// sloRow is one level's SLO verdict in the HTML panel.
+type sloRow struct {
+	Load   string
+	Met    bool
+	Checks []sloCheck
+}
+
+type sloCheck struct {
+	Expr, Value string
+	Met         bool
+}
+
+func sloRows(s metrics.Summary) []sloRow {
+	var out []sloRow
+	for _, lv := range s.Levels {
+		if lv.SLO == nil {
+			continue
+		}
+		r := sloRow{Load: lv.Load.String(), Met: lv.SLO.Met}
+		for _, c := range lv.SLO.Checks {
+			r.Checks = append(r.Checks, sloCheck{Expr: c.Expr, Value: num(c.Value, 1), Met: c.Met})
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func valueIf(v float64, count int) float64 {
@@ -175,7 +230,18 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #eee;background:#fff}
 .warn{background:#fff4e5;border-left:4px solid #f0a020;padding:6px 10px;margin:6px 0}
 .sim{color:#b00;font-weight:bold}
-@media print{.charts svg{break-inside:avoid}}
+.slo td.pass{background:#e6f4ea;color:#137333;font-weight:bold}.slo td.fail{background:#fce8e6;color:#a50e0e;font-weight:bold}
+.slo td.ok{color:#137333}.slo td.broken{color:#a50e0e;font-weight:bold}
+.statement{background:#eef3fb;border-left:4px solid #1f77b4;padding:6px 10px;margin:6px 0}
+svg{max-width:100%;height:auto}
+@media print{
+@page{margin:12mm}
+body{margin:0;max-width:none;font-size:10pt;color:#000}
+h2{break-after:avoid}
+.charts{gap:6px}.charts svg{break-inside:avoid;width:48%;border:none}
+table,tr,.warn,.statement{break-inside:avoid}
+td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-adjust:exact}
+}
 </style></head>
 <body>
 <h1>{{.Title}}{{if .Summary.Target.Simulated}} <span class="sim">(simulated)</span>{{end}}</h1>
@@ -185,8 +251,17 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 {{range .Rows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}</table>
 <p>For decode TPS, higher is better: "P95 (slowest 5%)" is the 5th percentile, the rate 95% of requests beat.</p>
+{{if or .Verdicts .Statements}}<h2>Service-level objectives</h2>
+{{if .SLOs}}<p>Objectives: {{range $i, $o := .SLOs}}{{if $i}}, {{end}}<code>{{$o}}</code>{{end}}</p>{{end}}
+{{range .Statements}}<p class="statement">{{.}}</p>
+{{end}}{{if .Verdicts}}<table class="slo"><tr><th>load</th><th>verdict</th><th>objective</th><th class="n">measured</th><th>result</th></tr>
+{{range $v := .Verdicts}}{{range $i, $c := $v.Checks}}<tr>{{if not $i}}<td rowspan="{{len $v.Checks}}">{{$v.Load}}</td><td rowspan="{{len $v.Checks}}" class="{{if $v.Met}}pass{{else}}fail{{end}}">{{if $v.Met}}✓ PASS{{else}}✗ FAIL{{end}}</td>{{end}}<td><code>{{$c.Expr}}</code></td><td class="n">{{$c.Value}}</td><td class="{{if $c.Met}}ok{{else}}broken{{end}}">{{if $c.Met}}met{{else}}BROKEN{{end}}</td></tr>
+{{end}}{{end}}</table>{{end}}{{end}}
 <h2>Degradation curve and latency</h2>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+{{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
+<p>The level with the most requests: output tokens per second of completed requests in equal time bins, and the requests in flight (sent, response not yet ended).</p>
+<div class="charts">{{range .Timeline}}{{.}}{{end}}</div>{{end}}
 {{if .Hists}}<h2>Distributions per level</h2>
 <div class="charts">{{range .Hists}}{{.}}{{end}}</div>{{end}}
 <h2>Run</h2>

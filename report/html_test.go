@@ -23,9 +23,10 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := b.String()
-	// Three curves against load and two histograms per level.
-	if n := strings.Count(html, "<svg"); n != 3+2*2 {
-		t.Errorf("%d SVG charts, want 7", n)
+	// Three curves against load, two histograms per level, and the
+	// timeline's two charts.
+	if n := strings.Count(html, "<svg"); n != 3+2*2+2 {
+		t.Errorf("%d SVG charts, want 9", n)
 	}
 	for _, want := range []string{
 		// Points carry their exact values: decode p50/p5 at c=1 (100) and

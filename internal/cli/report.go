@@ -20,9 +20,12 @@ func newReportCmd(env Env) *cobra.Command {
 		Short: "Write DIR/report.html: one self-contained page with charts of a saved run",
 		Long: `report reads a run directory (summary.json, and run.json and requests.jsonl
 when present) and writes report.html into it: one self-contained file with
-inline SVG charts (degradation curve, TTFT against load, per-level
-histograms), the run's metadata, warnings and errors. It loads nothing from
-the network and has no script, so it opens offline and prints.`,
+inline SVG charts (degradation curve with the physical ceiling when the
+hardware is known, TTFT against load, per-level histograms, a timeline of
+tokens/s and requests in flight for the level with the most requests), the
+SLO verdicts with the capacity and knee, the run's metadata, warnings and
+errors. It loads nothing from the network and has no script, so it opens
+offline and prints.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("report: want one run directory, got %d arguments", len(args))

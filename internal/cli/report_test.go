@@ -44,7 +44,7 @@ func TestBenchFormatMarkdownCSV(t *testing.T) {
 func TestReportWritesSelfContainedHTML(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	code, _, stderr := runCLI(context.Background(), nil, "bench", "--concurrency", "1,2", "--requests", "4",
-		"--input-tokens", "64", "--output-tokens", "16", "--hardware", "h100-sxm", "--out", dir)
+		"--input-tokens", "64", "--output-tokens", "16", "--hardware", "h100-sxm", "--slo", "ttft_p95<=1ms", "--out", dir)
 	if code != 0 {
 		t.Fatalf("bench: exit %d: %s", code, stderr)
 	}
@@ -61,16 +61,26 @@ func TestReportWritesSelfContainedHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	// 3 curves + TTFT and decode histograms for each of the 2 levels.
-	if n := strings.Count(html, "<svg"); n != 7 {
-		t.Errorf("%d SVG charts, want 7", n)
+	// 3 curves + TTFT and decode histograms for each of the 2 levels + the
+	// timeline's two charts.
+	if n := strings.Count(html, "<svg"); n != 9 {
+		t.Errorf("%d SVG charts, want 9", n)
 	}
 	// The plotted decode p50 at c=2 is the summary's number.
 	want := fmt.Sprintf("<title>c=2 decode p50: %s tok/s</title>", numFmt(s.Levels[1].DecodeTPS.P50))
 	if !strings.Contains(html, want) {
 		t.Errorf("report lacks %q", want)
 	}
-	for _, want := range []string{"<th>hardware</th><td>h100-sxm</td>", "(simulated)", "4 requests</text>"} {
+	// No simulated request gets its first token within 1 ms: both levels
+	// fail the objective, with the measured TTFT p95 beside it.
+	for i, lv := range s.Levels {
+		want := fmt.Sprintf(`<td><code>ttft_p95&lt;=1ms</code></td><td class="n">%s</td><td class="broken">BROKEN</td>`, numFmt(lv.TTFT.P95))
+		if lv.SLO == nil || lv.SLO.Met || !strings.Contains(html, want) {
+			t.Errorf("level %d: SLO %+v; report lacks %q", i, lv.SLO, want)
+		}
+	}
+	for _, want := range []string{"<th>hardware</th><td>h100-sxm</td>", "(simulated)", "4 requests</text>",
+		"<h2>Timeline of c=2</h2>", `<td rowspan="1" class="fail">✗ FAIL</td>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -1,0 +1,167 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// Timeline is one level seen over time: output tokens per second in equal
+// bins and the number of requests in flight, from the per-request records.
+type Timeline struct {
+	Level int // index of the level in the summary
+	// EndMs is the end of the level: the last response's end, from the
+	// level's start.
+	EndMs float64
+	// BinMs is the width of every bin of TokensPerSec.
+	BinMs float64
+	// TokensPerSec[i] is the output tokens of completed requests whose
+	// chunks arrived in [i·BinMs, (i+1)·BinMs), per second.
+	TokensPerSec []float64
+	// InFlight is a step function: InFlight[i].N requests were in flight
+	// from InFlight[i].AtMs until the next step. A request is in flight
+	// from its t0 to the end of its response, failed or not.
+	InFlight []Step
+	// MaxInFlight is the highest count of requests in flight.
+	MaxInFlight int
+}
+
+// Step is one step of a step function.
+type Step struct {
+	AtMs float64
+	N    int
+}
+
+// TimelineLevel picks the level a timeline shows: the one with the most
+// requests sent, the last of those on a tie (usually the heaviest load).
+// It returns -1 when there are no levels.
+func TimelineLevel(s metrics.Summary) int {
+	best := -1
+	for i, lv := range s.Levels {
+		if best < 0 || lv.Requests.Sent >= s.Levels[best].Requests.Sent {
+			best = i
+		}
+	}
+	return best
+}
+
+// NewTimeline computes the timeline of level from records (records of other
+// levels are ignored) in at most bins bins. ok is false when the level has
+// no records.
+func NewTimeline(recs []metrics.Record, level, bins int) (tl Timeline, ok bool) {
+	tl.Level = level
+	type event struct {
+		at    float64
+		delta int
+	}
+	var events []event
+	for i := range recs {
+		r := &recs[i]
+		if r.Level != level {
+			continue
+		}
+		tl.EndMs = max(tl.EndMs, r.OffsetMs+r.DoneMs)
+		events = append(events, event{r.OffsetMs, +1}, event{r.OffsetMs + r.DoneMs, -1})
+	}
+	if len(events) == 0 || tl.EndMs <= 0 || bins < 1 {
+		return tl, false
+	}
+	tl.BinMs = tl.EndMs / float64(bins)
+	tokens := make([]float64, bins)
+	for i := range recs {
+		r := &recs[i]
+		if r.Level != level || !r.OK {
+			continue
+		}
+		for j, t := range r.ChunkMs {
+			b := min(int((r.OffsetMs+t)/tl.BinMs), bins-1)
+			tokens[max(b, 0)] += float64(r.ChunkTokens[j])
+		}
+	}
+	tl.TokensPerSec = make([]float64, bins)
+	for i, n := range tokens {
+		tl.TokensPerSec[i] = n / (tl.BinMs / 1000)
+	}
+	// Ends before starts at the same instant: a closed-loop user's next
+	// request starts as the previous one ends, and that is one in flight,
+	// not two.
+	sort.Slice(events, func(a, b int) bool {
+		if events[a].at != events[b].at {
+			return events[a].at < events[b].at
+		}
+		return events[a].delta < events[b].delta
+	})
+	n := 0
+	tl.InFlight = append(tl.InFlight, Step{0, 0})
+	for _, e := range events {
+		n += e.delta
+		tl.MaxInFlight = max(tl.MaxInFlight, n)
+		if last := &tl.InFlight[len(tl.InFlight)-1]; last.AtMs == e.at {
+			last.N = n
+		} else {
+			tl.InFlight = append(tl.InFlight, Step{e.at, n})
+		}
+	}
+	return tl, true
+}
+
+// timeCharts draws a timeline as two charts over the level's time in
+// seconds: tokens/s per bin as bars, requests in flight as a step line.
+func timeCharts(tl Timeline, name string) []template.HTML {
+	endS := tl.EndMs / 1000
+	pw, ph := chartW-padL-padR, chartH-padT-padB
+	x := func(ms float64) float64 { return padL + pw*ms/tl.EndMs }
+	xAxis := func(b *strings.Builder) {
+		_, step := niceScale(endS)
+		for v := 0.0; v <= endS+1e-9; v += step {
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, x(v*1000), padT+ph+16, trimNum(v))
+		}
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">seconds since the level started</text>`, padL+pw/2, padT+ph+32)
+	}
+
+	var tb strings.Builder
+	top := 0.0
+	for _, v := range tl.TokensPerSec {
+		top = max(top, v)
+	}
+	ymax, step := niceScale(top)
+	svgOpen(&tb, "Output tokens/s over time at "+name)
+	axes(&tb, "tok/s", ymax, step)
+	xAxis(&tb)
+	for i, v := range tl.TokensPerSec {
+		h := ph * v / ymax
+		x0 := x(float64(i) * tl.BinMs)
+		fmt.Fprintf(&tb, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#2ca02c"><title>%s–%s s: %s tok/s</title></rect>`,
+			x0, padT+ph-h, max(x(float64(i+1)*tl.BinMs)-x0-0.5, 0.5), h, trimNum(float64(i)*tl.BinMs/1000), trimNum(float64(i+1)*tl.BinMs/1000), num(v, 1))
+	}
+	tb.WriteString("</svg>")
+
+	var fb strings.Builder
+	ymax, step = niceScale(float64(tl.MaxInFlight))
+	svgOpen(&fb, "Requests in flight over time at "+name)
+	axes(&fb, "requests", ymax, step)
+	xAxis(&fb)
+	y := func(n int) float64 { return padT + ph*(1-float64(n)/ymax) }
+	var pts []string
+	for i, s := range tl.InFlight {
+		if i > 0 {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.AtMs), y(tl.InFlight[i-1].N)))
+		}
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.AtMs), y(s.N)))
+	}
+	pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(tl.EndMs), y(tl.InFlight[len(tl.InFlight)-1].N)))
+	fmt.Fprintf(&fb, `<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="%s"><title>at most %d requests in flight</title></polyline>`,
+		strings.Join(pts, " "), tl.MaxInFlight)
+	fb.WriteString("</svg>")
+	return []template.HTML{template.HTML(tb.String()), template.HTML(fb.String())}
+}
+
+// timelineBins is how many bins a timeline of n requests gets: enough to
+// see the shape, few enough that a bin holds several chunks.
+func timelineBins(n int) int {
+	return min(60, max(10, int(math.Sqrt(float64(n))*6)))
+}
