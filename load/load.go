@@ -12,7 +12,9 @@ package load
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,10 +67,21 @@ type Runner struct {
 	// Sink receives every recorded request as it finishes; calls are
 	// serialized by the runner.
 	Sink func(metrics.Record)
+	// Retry retries a request that failed before its first token (HTTP
+	// 429 and 5xx, refused or reset connections) up to this many times,
+	// waiting as Retry-After says or backing off exponentially. The record
+	// is the last attempt's, with the retries counted in it: a retried
+	// request is one request, never several successes.
+	Retry int
+	// MaxErrorRate aborts a level (no new requests; those in flight finish)
+	// once at least 10 requests have finished and more than this share
+	// failed; 0 means never.
+	MaxErrorRate float64
 
 	// Progress of the current level, readable while it runs.
 	Progress Progress
 
+	abort     atomic.Bool
 	sinkMu    sync.Mutex
 	nextID    atomic.Int64
 	countOnce sync.Once
@@ -104,6 +117,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.Progress.Done.Store(0)
 	r.Progress.Failed.Store(0)
 	r.Progress.Tokens.Store(0)
+	r.abort.Store(false)
 	keep := func(rec metrics.Record) {
 		mu.Lock()
 		recs = append(recs, rec)
@@ -119,6 +133,11 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		wall = r.closedLoop(ctx, idx, lv, src, keep)
 	}
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
+	if r.abort.Load() {
+		res.Level.Aborted = fmt.Sprintf("aborted: error rate %.0f%% passed --max-error-rate %.0f%% after %d requests",
+			100*res.Level.ErrorRate, 100*r.MaxErrorRate, res.Level.Requests.Sent)
+		res.Level.Warnings = append(res.Level.Warnings, res.Level.Aborted)
+	}
 	if ctx.Err() != nil {
 		return res, ErrInterrupted
 	}
@@ -148,7 +167,7 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && !r.abort.Load() {
 				if !deadline.IsZero() && !time.Now().Before(deadline) {
 					return
 				}
@@ -187,12 +206,30 @@ func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, r
 		defer cancel()
 	}
 	resp := r.Client.Do(ctx, req)
+	first := resp.Start
+	var retryErrors []string
+	for attempt := 0; attempt < r.Retry && retryable(resp) && ctx.Err() == nil; attempt++ {
+		retryErrors = append(retryErrors, resp.ErrorClass)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff(resp.RetryAfter, attempt)):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		resp = r.Client.Do(ctx, req)
+	}
 	id := int(r.nextID.Add(1))
 	r.countOnce.Do(func() { r.counter = tokenize.Cached(r.Tokenizer, 1<<16) })
 	rec := Record(resp, r.counter, RecordInfo{
 		ID: id, Level: level, LevelStart: levelStart,
 		Prompt: req.Prompt(), InputTokensRequested: inTok, OutputTokensRequested: req.MaxTokens,
 	})
+	if len(retryErrors) > 0 {
+		rec.Retries = len(retryErrors)
+		rec.RetryErrors = retryErrors
+		rec.RetryWaitMs = ms(resp.Start.Sub(first))
+	}
 	var answer strings.Builder
 	for _, c := range resp.Chunks {
 		answer.WriteString(c.Text)
@@ -269,6 +306,12 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 	} else {
 		r.Progress.Failed.Add(1)
 	}
+	if r.MaxErrorRate > 0 {
+		failed, done := r.Progress.Failed.Load(), r.Progress.Done.Load()
+		if n := failed + done; n >= 10 && float64(failed)/float64(n) > r.MaxErrorRate {
+			r.abort.Store(true)
+		}
+	}
 	keep(rec)
 	if r.Sink != nil {
 		r.sinkMu.Lock()
@@ -308,6 +351,9 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	defer timer.Stop()
 sending:
 	for i, off := range offsets {
+		if r.abort.Load() {
+			break
+		}
 		due := start.Add(off)
 		if d := time.Until(due); d > 0 {
 			timer.Reset(d)
@@ -341,4 +387,27 @@ sending:
 	}
 	wg.Wait()
 	return time.Duration(lastEnd.Load()), nil
+}
+
+// retryable reports whether a failed response may be sent again: the server
+// shed load or broke before producing a token.
+func retryable(resp *api.Response) bool {
+	if !resp.Failed() || len(resp.Chunks) > 0 {
+		return false
+	}
+	switch resp.ErrorClass {
+	case "http_429", "http_500", "http_502", "http_503", "http_504",
+		"connection_refused", "connection_reset", "connection_dropped":
+		return true
+	}
+	return false
+}
+
+// backoff is the wait before retry attempt (0-based): Retry-After when the
+// server gave one in seconds (at most 60 s), else 250 ms doubling, at most 8 s.
+func backoff(retryAfter string, attempt int) time.Duration {
+	if s, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && s >= 0 {
+		return min(time.Duration(s)*time.Second, time.Minute)
+	}
+	return min(250*time.Millisecond<<attempt, 8*time.Second)
 }

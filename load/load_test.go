@@ -309,3 +309,64 @@ func TestOpenLoopExposesCoordinatedOmission(t *testing.T) {
 		t.Errorf("E2E from schedule max %.1f vs plain %.1f", lvl.E2ESched.Max, lvl.E2E.Max)
 	}
 }
+
+func TestRetryCountsOneRequest(t *testing.T) {
+	// Requests 0 and 1 (the first request's first two attempts) are shed
+	// with 503; request 3 (the second request's first attempt) with a 500
+	// and no Retry-After: one backoff of 250 ms.
+	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: time.Millisecond, Tokens: 4, Usage: true,
+		Fault: func(n int) fakellm.Fault {
+			switch n {
+			case 0, 1:
+				return fakellm.Fault{Status: 503, RetryAfter: "0"}
+			case 3:
+				return fakellm.Fault{Status: 500, RetryAfter: "soon"}
+			}
+			return fakellm.Fault{}
+		}})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	r.Retry = 2
+	res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 1}, Requests: 3}, fixedSource{maxTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := res.Level
+	if lv.Requests.Sent != 3 || lv.Requests.Completed != 3 || lv.Retries != 3 || lv.OutputTokens != 12 {
+		t.Fatalf("sent %d completed %d retries %d tokens %d; want 3, 3, 3, 12", lv.Requests.Sent, lv.Requests.Completed, lv.Retries, lv.OutputTokens)
+	}
+	byRetries := map[int]metrics.Record{}
+	for _, rec := range res.Records {
+		byRetries[rec.Retries] = rec
+	}
+	if rec := byRetries[2]; len(rec.RetryErrors) != 2 || rec.RetryErrors[0] != "http_503" {
+		t.Errorf("twice-retried record: %+v", rec.RetryErrors)
+	}
+	if rec := byRetries[1]; rec.RetryWaitMs < 250 || rec.RetryErrors[0] != "http_500" {
+		t.Errorf("backoff: waited %.1f ms after %v, want ≥ 250 ms", rec.RetryWaitMs, rec.RetryErrors)
+	}
+	// Without --retry the same server fails the first request.
+	srv2 := fakellm.New(fakellm.Script{Tokens: 2, Fault: func(n int) fakellm.Fault { return fakellm.Fault{Status: 503} }})
+	defer srv2.Close()
+	r2 := newRunner(t, srv2)
+	res2, _ := r2.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 1}, Requests: 1}, fixedSource{})
+	if res2.Level.Requests.Failed != 1 || res2.Level.Retries != 0 {
+		t.Errorf("no retry: %+v", res2.Level.Requests)
+	}
+}
+
+func TestMaxErrorRateAbortsLevel(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{Tokens: 2, Fault: func(int) fakellm.Fault { return fakellm.Fault{Status: 500} }})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	r.MaxErrorRate = 0.5
+	res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 2}, Requests: 200}, fixedSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := res.Level
+	// Aborts at the 10th failure; the other user's request in flight finishes.
+	if lv.Requests.Sent < 10 || lv.Requests.Sent > 12 || lv.Aborted == "" {
+		t.Fatalf("sent %d, aborted %q", lv.Requests.Sent, lv.Aborted)
+	}
+}

@@ -33,12 +33,17 @@ type Record struct {
 	QueueMs float64 `json:"queue_ms,omitempty"`
 
 	// ResponseID is the server's id of the response, for its logs.
-	ResponseID   string `json:"response_id,omitempty"`
-	OK           bool   `json:"ok"`
-	ErrorClass   string `json:"error_class,omitempty"`
-	Error        string `json:"error,omitempty"`
-	HTTPStatus   int    `json:"http_status,omitempty"`
-	FinishReason string `json:"finish_reason,omitempty"`
+	ResponseID string `json:"response_id,omitempty"`
+	OK         bool   `json:"ok"`
+	// Retries counts earlier attempts of this request that failed with
+	// RetryErrors; RetryWaitMs is the time from the first attempt to this one.
+	Retries      int      `json:"retries,omitempty"`
+	RetryErrors  []string `json:"retry_errors,omitempty"`
+	RetryWaitMs  float64  `json:"retry_wait_ms,omitempty"`
+	ErrorClass   string   `json:"error_class,omitempty"`
+	Error        string   `json:"error,omitempty"`
+	HTTPStatus   int      `json:"http_status,omitempty"`
+	FinishReason string   `json:"finish_reason,omitempty"`
 
 	TTFTMs  float64 `json:"ttft_ms"`
 	TTFVTMs float64 `json:"ttfvt_ms"`

@@ -99,7 +99,11 @@ type Level struct {
 	ChainMs *Stats `json:"chain_ms,omitempty"`
 	// LateSends counts open-loop requests sent more than 1 ms after their
 	// scheduled instant (the client was busy or the in-flight cap was hit).
-	LateSends int        `json:"late_sends,omitempty"`
+	LateSends int `json:"late_sends,omitempty"`
+	// Retries counts retried attempts (each request is counted once).
+	Retries int `json:"retries,omitempty"`
+	// Aborted says why the level stopped early (--max-error-rate).
+	Aborted   string     `json:"aborted,omitempty"`
 	Shortfall Shortfall  `json:"output_shortfall"`
 	Physics   *Physics   `json:"physics,omitempty"`
 	SLO       *SLOResult `json:"slo,omitempty"`
@@ -158,6 +162,7 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 	for i := range recs {
 		r := &recs[i]
 		lv.Requests.Sent++
+		lv.Retries += r.Retries
 		end = max(end, r.OffsetMs+r.DoneMs)
 		if !r.OK {
 			lv.Requests.Failed++

@@ -47,6 +47,7 @@ type benchFlags struct {
 	engine, label         string
 	lf                    loadFlags
 	wl                    workloadFlags
+	nf                    netFlags
 }
 
 func newBenchCmd(env Env) *cobra.Command {
@@ -94,6 +95,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
 	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
 	f.lf.register(fl)
+	f.nf.register(fl)
 	return cmd
 }
 
@@ -113,9 +115,12 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 	if err := f.lf.validate(f, set); err != nil {
 		return nil, err
 	}
+	fileKey, err := f.nf.validate()
+	if err != nil {
+		return nil, err
+	}
 	var conc []int
 	var rates []float64
-	var err error
 	if f.rate != "" {
 		if set("concurrency") {
 			return nil, usagef("--rate: give --concurrency (closed loop) or --rate (open loop), not both")
@@ -194,6 +199,10 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 			p.secrets = append(p.secrets, value)
 		}
 	}
+	if fileKey != "" && p.header.Get("Authorization") == "" {
+		p.header.Set("Authorization", "Bearer "+fileKey)
+		p.secrets = append(p.secrets, fileKey)
+	}
 	if f.apiKeyEnv != "" {
 		if key := strings.TrimSpace(env.Getenv(f.apiKeyEnv)); key != "" && p.header.Get("Authorization") == "" {
 			p.header.Set("Authorization", "Bearer "+key)
@@ -262,7 +271,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		fmt.Fprintf(env.Stderr, "tokbench: no --url given: benchmarking the embedded SIMULATED server (%s) at %s\n", emb.desc, emb.url)
 	}
 
-	httpClient := &http.Client{Transport: newTransport()}
+	httpClient := &http.Client{Transport: f.nf.transport()}
 	defer httpClient.CloseIdleConnections()
 	if f.model == "" {
 		m, err := firstModel(ctx, httpClient, baseURL, plan.header)
@@ -278,7 +287,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		Header: plan.header, Secrets: plan.secrets, StallTimeout: f.stallTimeout,
 	}
 	var sinkErr error
-	runner := &load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout, Grace: f.grace}
+	runner := &load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout, Grace: f.grace,
+		Retry: f.nf.retry, MaxErrorRate: f.nf.maxErrorRate}
 	if w != nil {
 		runner.Sink = func(rec metrics.Record) {
 			if err := w.Append(rec); err != nil && sinkErr == nil {

@@ -50,10 +50,12 @@ type Script struct {
 
 // Fault is a scripted failure.
 type Fault struct {
-	Status    int // answer with this HTTP status and an error body
-	Malformed int // after this many token chunks, send invalid JSON (0: never)
-	ErrorAt   int // after this many token chunks, send an error object
-	DropAt    int // after this many token chunks, cut the connection
+	Status int // answer with this HTTP status and an error body
+	// RetryAfter is sent with Status; empty means "2".
+	RetryAfter string
+	Malformed  int // after this many token chunks, send invalid JSON (0: never)
+	ErrorAt    int // after this many token chunks, send an error object
+	DropAt     int // after this many token chunks, cut the connection
 }
 
 // Server is a running fake.
@@ -98,6 +100,17 @@ func New(s Script) *Server {
 	}
 	f := &Server{script: s}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.handle))
+	return f
+}
+
+// NewTLS starts a fake on loopback behind HTTPS with a self-signed
+// certificate (f.Certificate()).
+func NewTLS(s Script) *Server {
+	if s.PerChunk <= 0 {
+		s.PerChunk = 1
+	}
+	f := &Server{script: s}
+	f.Server = httptest.NewTLSServer(http.HandlerFunc(f.handle))
 	return f
 }
 
@@ -159,7 +172,11 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if fault.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", "2")
+		ra := fault.RetryAfter
+		if ra == "" {
+			ra = "2"
+		}
+		w.Header().Set("Retry-After", ra)
 		w.WriteHeader(fault.Status)
 		fmt.Fprintf(w, `{"error":{"message":"scripted failure %d","type":"test"}}`, fault.Status)
 		return
