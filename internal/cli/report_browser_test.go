@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// pageFacts is what the browser reports about the rendered report.
+type pageFacts struct {
+	Title     string   `json:"title"`
+	Headings  []string `json:"headings"`
+	SVGs      int      `json:"svgs"`
+	Drawn     int      `json:"drawn"` // SVGs laid out at least 200×100 px
+	Points    int      `json:"points"`
+	Bars      int      `json:"bars"`
+	SLOFail   int      `json:"sloFail"`
+	Broken    int      `json:"broken"`
+	PageWidth int      `json:"pageWidth"`
+}
+
+// TestReportInChromium opens the report.html of a real run against the
+// simulator in headless Chromium (Debian's chromium package): the page must
+// render its charts, log no console error, load nothing but itself, and
+// give a screenshot, which is kept in a temporary directory for a person
+// to look at.
+func TestReportInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium on PATH: install Debian's chromium package (apt-get install -y --no-install-recommends chromium) to test report.html in a browser")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--concurrency", "1,4", "--requests", "8",
+		"--input-tokens", "64", "--output-tokens", "32", "--hardware", "h100-sxm", "--slo", "ttft_p95<=1ms,tps_p5>=10", "--out", dir)
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 900))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+
+	var mu sync.Mutex
+	var problems []string
+	pageURL := "file://" + filepath.Join(dir, "report.html")
+	if err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
+				problems = append(problems, fmt.Sprintf("console.%s", e.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+				problems = append(problems, fmt.Sprintf("log %s: %s (%s)", e.Entry.Level, e.Entry.Text, e.Entry.URL))
+			}
+		case *network.EventRequestWillBeSent:
+			if u := e.Request.URL; u != pageURL && !strings.HasPrefix(u, "data:") {
+				problems = append(problems, "request to "+u)
+			}
+		}
+	}); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.CSS("svg"))); err != nil {
+		t.Fatalf("open %s: %v", pageURL, err)
+	}
+	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](`(() => {
+		const svgs = [...document.querySelectorAll("svg")];
+		return {
+			title: document.title,
+			headings: [...document.querySelectorAll("h2")].map(h => h.textContent),
+			svgs: svgs.length,
+			drawn: svgs.filter(s => { const r = s.getBoundingClientRect(); return r.width >= 200 && r.height >= 100; }).length,
+			points: document.querySelectorAll("svg circle").length,
+			bars: document.querySelectorAll("svg rect").length,
+			sloFail: document.querySelectorAll("table.slo td.fail").length,
+			broken: document.querySelectorAll("table.slo td.broken").length,
+			pageWidth: document.documentElement.scrollWidth,
+		};
+	})()`))
+	if err != nil {
+		t.Fatalf("inspect the page: %v", err)
+	}
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	pdf, err := chromedp.Run(bctx, chromedp.PrintToPDF())
+	if err != nil {
+		t.Fatalf("print: %v", err)
+	}
+	// Console messages may trail the last command a little.
+	time.Sleep(200 * time.Millisecond)
+
+	keep, err := os.MkdirTemp("", "tokbench-report-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shotPath := filepath.Join(keep, "report.png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of report.html: %s", shotPath)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Errorf("the page logged errors or loaded other resources: %q", problems)
+	}
+	if facts.Title != "tokbench: llama-3.1-8b" {
+		t.Errorf("title = %q", facts.Title)
+	}
+	for _, h := range []string{"Levels", "Service-level objectives", "Degradation curve and latency", "Timeline of c=4", "Distributions per level", "Run"} {
+		if !strings.Contains(strings.Join(facts.Headings, "|"), h) {
+			t.Errorf("headings %q lack %q", facts.Headings, h)
+		}
+	}
+	// 3 curves, 2 timeline charts, TTFT and decode histograms of 2 levels:
+	// all laid out at full size.
+	if facts.SVGs != 9 || facts.Drawn != 9 {
+		t.Errorf("%d SVGs, %d drawn at size, want 9 and 9", facts.SVGs, facts.Drawn)
+	}
+	// Points: output TPS, decode p50, p5 and the ceiling, TTFT p50 and p95
+	// at 2 levels.
+	if facts.Points != 6*2 {
+		t.Errorf("%d plotted points, want 12", facts.Points)
+	}
+	if facts.Bars < 4 {
+		t.Errorf("%d histogram and timeline bars, want many", facts.Bars)
+	}
+	// Nothing gets a first token within 1 ms: both levels fail that
+	// objective and pass the decode one.
+	if facts.SLOFail != 2 || facts.Broken != 2 {
+		t.Errorf("SLO panel: %d failing levels, %d broken objectives, want 2 and 2", facts.SLOFail, facts.Broken)
+	}
+	if facts.PageWidth > 1200 {
+		t.Errorf("page is %d px wide in a 1200 px window: it scrolls sideways", facts.PageWidth)
+	}
+
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	b := img.Bounds()
+	if b.Dx() < 1000 || b.Dy() < 2000 {
+		t.Errorf("screenshot is %d×%d px, want the whole page", b.Dx(), b.Dy())
+	}
+	// The charts were painted: many pixels of the output-TPS green
+	// (#2ca02c) and of the TTFT blue (#1f77b4).
+	green, blue := 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			switch {
+			case near(r, 0x2c) && near(g, 0xa0) && near(bl, 0x2c):
+				green++
+			case near(r, 0x1f) && near(g, 0x77) && near(bl, 0xb4):
+				blue++
+			}
+		}
+	}
+	if green < 500 || blue < 500 {
+		t.Errorf("screenshot has %d green and %d blue sampled pixels: charts not painted", green, blue)
+	}
+	if !bytes.HasPrefix(pdf, []byte("%PDF-")) || len(pdf) < 10000 {
+		t.Errorf("printing gave no PDF (%d bytes)", len(pdf))
+	}
+}
+
+// near says a 16-bit colour channel is within 8 of an 8-bit value.
+func near(c uint32, v int) bool {
+	d := int(c>>8) - v
+	return d >= -8 && d <= 8
+}
