@@ -82,6 +82,7 @@ type Runner struct {
 	Progress Progress
 
 	abort     atomic.Bool
+	level     metrics.Load // the level running now, stamped on its records
 	sinkMu    sync.Mutex
 	nextID    atomic.Int64
 	countOnce sync.Once
@@ -118,6 +119,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.Progress.Failed.Store(0)
 	r.Progress.Tokens.Store(0)
 	r.abort.Store(false)
+	r.level = lv.Load
 	keep := func(rec metrics.Record) {
 		mu.Lock()
 		recs = append(recs, rec)
@@ -300,6 +302,7 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 	if keep == nil {
 		return
 	}
+	rec.Load = r.level
 	if rec.OK {
 		r.Progress.Done.Add(1)
 		r.Progress.Tokens.Add(int64(rec.OutputTokens))

@@ -20,6 +20,9 @@ const (
 type Record struct {
 	ID    int `json:"id"`
 	Level int `json:"level"`
+	// Load is the level's load, so a run can be summarized again from
+	// requests.jsonl alone (after a crash, or when merging shards).
+	Load Load `json:"load"`
 	// Chain and Step (both from 1) place a call inside an agent chain.
 	Chain int `json:"chain,omitempty"`
 	Step  int `json:"step,omitempty"`

@@ -171,3 +171,28 @@ func TestCostOf(t *testing.T) {
 		t.Error("cost without prices")
 	}
 }
+
+func FuzzParseSLOs(f *testing.F) {
+	for _, s := range []string{"ttft_p95<=500ms,tps_p5>=40", "e2e_p99<=8s", "error_rate<=0.01", "itl_mean<=2us", ">=", "x_p5>=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		slos, err := ParseSLOs(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error for %q", s)
+			}
+			return
+		}
+		for _, o := range slos {
+			if o.Value < 0 || o.Metric == "" {
+				t.Fatalf("ParseSLOs(%q) gave %+v", s, o)
+			}
+			// A parsed objective parses again to itself.
+			again, err := ParseSLOs(o.Expr)
+			if err != nil || len(again) != 1 || again[0] != o {
+				t.Fatalf("round trip of %q: %+v, %v", o.Expr, again, err)
+			}
+		}
+	})
+}

@@ -75,6 +75,10 @@ func writeReportHTML(dir string) error {
 func readPage(dir string) (report.Page, error) {
 	var p report.Page
 	s, err := results.ReadSummary(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		// The run died before its summary: rebuild it from the records.
+		s, err = results.Rebuild(dir)
+	}
 	if err != nil {
 		return p, fmt.Errorf("%s: %w", dir, err)
 	}

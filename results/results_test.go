@@ -1,0 +1,58 @@
+package results
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+func TestWriterAndTornLastLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := metrics.Load{Mode: "concurrency", Concurrency: 2}
+	for i := 0; i < 5; i++ {
+		rec := metrics.Record{ID: i, Level: i / 3, Load: load, OK: true, TTFTMs: float64(10 * (i + 1)), OutputTokens: 4,
+			ChunkMs: []float64{float64(10 * (i + 1)), 50}, ChunkTokens: []int{1, 3}, DoneMs: 60}
+		if err := w.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	// A process killed mid-write leaves half a line.
+	f, _ := os.OpenFile(filepath.Join(dir, RequestsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"id":5,"level":1,"ok":tr`)
+	f.Close()
+	recs, warns, err := ReadRecords(dir)
+	if err != nil || len(recs) != 5 || len(warns) != 1 || !strings.Contains(warns[0], ":6: incomplete last line") {
+		t.Fatalf("ReadRecords: %d records, warnings %v, %v", len(recs), warns, err)
+	}
+	s, err := Rebuild(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Interrupted || len(s.Levels) != 2 || s.Levels[0].Requests.Completed != 3 || s.Levels[1].Requests.Completed != 2 {
+		t.Fatalf("rebuilt = %+v", s.Levels)
+	}
+	if s.Levels[0].TTFT.P50 != 20 || s.Levels[0].Load != load {
+		t.Errorf("level 0 TTFT p50 %g load %+v", s.Levels[0].TTFT.P50, s.Levels[0].Load)
+	}
+	// A bad line that is not the last is an error naming the line.
+	os.WriteFile(filepath.Join(dir, RequestsFile), []byte("{\"id\":1}\nnot json\n{\"id\":2}\n"), 0o644)
+	if _, _, err := ReadRecords(dir); err == nil || !strings.Contains(err.Error(), ":2:") {
+		t.Errorf("bad middle line: %v", err)
+	}
+}
+
+func TestCreateUnwritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := Create(filepath.Join(file, "run")); err == nil {
+		t.Error("Create under a file succeeded")
+	}
+}
