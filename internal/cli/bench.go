@@ -303,6 +303,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 	}
 
+	charts := newTermCharts(env, runner) // after runner.Sink is set
 	summary := metrics.Summary{Schema: metrics.Schema, Target: target, Warnings: plan.notes}
 	f.wl.connect(baseURL, f.model, httpClient, plan.header)
 	template := load.Level{Requests: f.requests, Duration: f.duration, Warmup: f.warmup}
@@ -342,7 +343,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	case "csv":
 		err = report.CSV(env.Stdout, summary)
 	default:
-		err = report.Table(env.Stdout, summary)
+		if err = report.Table(env.Stdout, summary); err == nil {
+			err = charts.write(env.Stdout, summary)
+		}
 	}
 	if err != nil {
 		return err
