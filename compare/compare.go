@@ -10,7 +10,9 @@
 // value per level and so no test: a change beyond MinChange is shown as
 // "better?" or "worse?" and never counted as significant, but a gate on an
 // aggregate trips on its threshold alone (the threshold is the user's own
-// tolerance) and says that no test was possible.
+// tolerance) and says that no test was possible. A distribution statistic
+// of 0 is unknown (summaries imported from vLLM aggregates by ReadVLLM
+// leave what the file does not give at 0): its row is "n/a".
 //
 // Everything here is pure: values in, values out, safe for concurrent use.
 package compare
@@ -263,6 +265,12 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 		}
 		r.A, _ = sa.Get(stat)
 		r.B, _ = sb.Get(stat)
+		// Times and rates of completed requests are never 0: a 0 is a
+		// statistic the summary does not know (one imported from another
+		// tool's aggregates), not a measurement.
+		if r.A == 0 || r.B == 0 {
+			return r
+		}
 	}
 	r.Delta = r.B - r.A
 	r.Rel = math.NaN()

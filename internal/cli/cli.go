@@ -130,6 +130,7 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		newSimulateCmd(env),
 		newCompareCmd(env),
 		newReportCmd(env),
+		newImportVLLMCmd(env),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
