@@ -191,8 +191,9 @@ type Diff struct {
 
 // Mismatch is one field that differs between the runs.
 type Mismatch struct {
-	Field string
-	A, B  string
+	Field string `json:"field"`
+	A     string `json:"a"`
+	B     string `json:"b"`
 }
 
 func (m Mismatch) String() string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +15,7 @@ type compareFlags struct {
 	failIf    string
 	alpha     float64
 	minChange float64
+	format    string
 }
 
 func newCompareCmd(env Env) *cobra.Command {
@@ -30,7 +32,11 @@ engine, gpus, token lengths, load levels) are named in a WARNING line.
 
 --fail-if takes conditions on B against A, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"
 (without % the change is absolute, in the metric's unit); the command exits 1
-when one holds at any level and the change is significant.`,
+when one holds at any level and the change is significant.
+
+--format json prints the same comparisons and gate verdicts as one JSON
+object (schema tokbench.compare/v1) for programs; warnings still go to
+stderr.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usagef("compare: want at least two run directories, got %d", len(args))
@@ -45,6 +51,7 @@ when one holds at any level and the change is significant.`,
 	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
 	fl.Float64Var(&f.minChange, "min-change", 2, "smallest change in percent called better or worse")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	return cmd
 }
 
@@ -62,6 +69,10 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 	if f.minChange < 0 {
 		return usagef("--min-change: must not be negative, got %g", f.minChange)
 	}
+	if f.format != "text" && f.format != "json" {
+		return usagef("--format: unknown %q (known: text, json)", f.format)
+	}
+	text := f.format == "text"
 	runs := make([]*compare.Run, len(dirs))
 	for i, d := range dirs {
 		r, err := compare.Load(d)
@@ -75,12 +86,18 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 		opt.MinChange = 1e-12
 	}
 	var failed []string
+	rep := compare.Report{Schema: compare.JSONSchema, Alpha: opt.Alpha, MinChange: opt.MinChange, Comparisons: []compare.JSONDiff{}}
+	if len(conds) > 0 {
+		rep.Gate = &compare.JSONGate{Conditions: f.failIf, Trips: []compare.JSONTrip{}}
+	}
 	for i, b := range runs[1:] {
-		if i > 0 {
+		if i > 0 && text {
 			fmt.Fprintln(env.Stdout, "\n"+strings.Repeat("=", 60))
 		}
 		d := compare.Compare(runs[0], b, opt)
-		if err := d.WriteText(env.Stdout); err != nil {
+		if !text {
+			rep.Comparisons = append(rep.Comparisons, d.JSON())
+		} else if err := d.WriteText(env.Stdout); err != nil {
 			return err
 		}
 		for _, m := range d.Mismatches {
@@ -89,14 +106,31 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 		if len(conds) == 0 {
 			continue
 		}
-		fmt.Fprintln(env.Stdout, "\ngate --fail-if "+f.failIf)
+		if text {
+			fmt.Fprintln(env.Stdout, "\ngate --fail-if "+f.failIf)
+		}
 		for _, t := range d.Check(conds) {
 			mark := "ok  "
 			if t.Fails {
 				mark = "FAIL"
 				failed = append(failed, fmt.Sprintf("%s: %s", b.Dir, t.Reason))
 			}
-			fmt.Fprintf(env.Stdout, "  %s %s\n", mark, t.Reason)
+			if text {
+				fmt.Fprintf(env.Stdout, "  %s %s\n", mark, t.Reason)
+			} else {
+				rep.Gate.Trips = append(rep.Gate.Trips, compare.JSONTrip{B: b.Dir, Load: t.Load, Cond: t.Cond.Expr,
+					Holds: t.Holds, Fails: t.Fails, Reason: t.Reason})
+			}
+		}
+	}
+	if !text {
+		if rep.Gate != nil {
+			rep.Gate.Failed = len(failed) > 0
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
 		}
 	}
 	if len(failed) > 0 {

@@ -1,0 +1,111 @@
+package compare
+
+import (
+	"math"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// JSONSchema names the shape of Report.
+const JSONSchema = "tokbench.compare/v1"
+
+// Report is compare's output for programs: every comparison of a later run
+// against the baseline, and the gate's verdicts. Changes use the same
+// numbers as the text output; Rel is null when A is 0.
+type Report struct {
+	Schema      string     `json:"schema"`
+	Alpha       float64    `json:"alpha"`
+	MinChange   float64    `json:"min_change"` // a fraction: 0.02 is 2%
+	Comparisons []JSONDiff `json:"comparisons"`
+	Gate        *JSONGate  `json:"gate,omitempty"`
+}
+
+// JSONDiff is one Diff.
+type JSONDiff struct {
+	A          string      `json:"a"`
+	B          string      `json:"b"`
+	Mismatches []Mismatch  `json:"mismatches"`
+	Warnings   []string    `json:"warnings,omitempty"`
+	Levels     []JSONLevel `json:"levels"`
+	// Significant counts the rows with a significant change.
+	Significant int `json:"significant_changes"`
+}
+
+// JSONLevel is one level both runs have.
+type JSONLevel struct {
+	Load metrics.Load `json:"load"`
+	Rows []JSONRow    `json:"rows"`
+}
+
+// JSONRow is one Row; A, B and the changes are null when Verdict is "n/a".
+type JSONRow struct {
+	Metric      string   `json:"metric"` // gate name: "ttft_p95", "output_tps"
+	Unit        string   `json:"unit"`
+	LowerBetter bool     `json:"lower_is_better"`
+	A           *float64 `json:"a"`
+	B           *float64 `json:"b"`
+	Delta       *float64 `json:"delta"`
+	Rel         *float64 `json:"rel"`
+	Tested      bool     `json:"tested"`
+	P           *float64 `json:"p"`
+	NA          int      `json:"n_a"`
+	NB          int      `json:"n_b"`
+	Significant bool     `json:"significant"`
+	Verdict     string   `json:"verdict"`
+}
+
+// JSONGate is the outcome of --fail-if.
+type JSONGate struct {
+	Conditions string     `json:"conditions"`
+	Failed     bool       `json:"failed"`
+	Trips      []JSONTrip `json:"checks"`
+}
+
+// JSONTrip is one condition at one level of one comparison.
+type JSONTrip struct {
+	B      string `json:"b"`
+	Load   string `json:"load"`
+	Cond   string `json:"condition"`
+	Holds  bool   `json:"holds"`
+	Fails  bool   `json:"fails"`
+	Reason string `json:"reason"`
+}
+
+// JSON turns the diff into its JSON shape.
+func (d *Diff) JSON() JSONDiff {
+	out := JSONDiff{A: d.A.Dir, B: d.B.Dir, Mismatches: d.Mismatches, Levels: []JSONLevel{}}
+	if out.Mismatches == nil {
+		out.Mismatches = []Mismatch{}
+	}
+	for _, r := range []*Run{d.A, d.B} {
+		out.Warnings = append(out.Warnings, r.Warnings...)
+	}
+	for _, ld := range d.Levels {
+		jl := JSONLevel{Load: ld.Load}
+		for _, r := range ld.Rows {
+			jr := JSONRow{Metric: r.Name(), Unit: r.Metric.Unit, LowerBetter: r.Metric.LowerBetter,
+				Tested: r.Tested, NA: r.NA, NB: r.NB, Significant: r.Significant, Verdict: r.Verdict}
+			if r.Verdict != Undefined {
+				jr.A, jr.B, jr.Delta, jr.Rel = ptr(r.A), ptr(r.B), ptr(r.Delta), ptr(r.Rel)
+			}
+			if r.Tested {
+				jr.P = ptr(r.P)
+			}
+			if r.Significant {
+				out.Significant++
+			}
+			jl.Rows = append(jl.Rows, jr)
+		}
+		out.Levels = append(out.Levels, jl)
+	}
+	return out
+}
+
+// ptr is a pointer to v, nil for NaN and infinities (JSON has no such
+// numbers).
+func ptr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
