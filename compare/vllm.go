@@ -117,7 +117,7 @@ func ReadVLLM(r io.Reader, name string) (*Imported, error) {
 			return nil, fmt.Errorf("%s: ttfts has %d entries, itls %d, output_lens %d: want one each per request", name, n, len(v.ITLs), len(v.OutputLens))
 		}
 		imp.Detailed = true
-		imp.Records = v.records()
+		imp.Records = v.records(load)
 		lv := metrics.Summarize(load, imp.Records, v.Duration)
 		imp.Summary.Levels = []metrics.Level{lv}
 		in, out := 0.0, 0.0
@@ -182,14 +182,14 @@ func (v *vllmResult) load(name string) (metrics.Load, error) {
 // TTFT, each later one an inter-token gap after the previous; vLLM's
 // output length is spread over the chunks. A request with an error, or
 // without a first token, failed.
-func (v *vllmResult) records() []metrics.Record {
+func (v *vllmResult) records(load metrics.Load) []metrics.Record {
 	t0 := math.Inf(1)
 	for _, s := range v.StartTimes {
 		t0 = min(t0, s)
 	}
 	recs := make([]metrics.Record, len(v.TTFTs))
 	for i, ttft := range v.TTFTs {
-		r := metrics.Record{ID: i, OutputTokens: v.OutputLens[i], TokenSource: TokenSourceVLLM}
+		r := metrics.Record{ID: i, Load: load, OutputTokens: v.OutputLens[i], TokenSource: TokenSourceVLLM}
 		if i < len(v.InputLens) {
 			r.InputTokens = v.InputLens[i]
 		}

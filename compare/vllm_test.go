@@ -59,6 +59,9 @@ func TestReadVLLMDetailed(t *testing.T) {
 		}
 	}
 	r := imp.Records[2]
+	if r.Load != lv.Load {
+		t.Errorf("record load = %+v, want the level's %+v", r.Load, lv.Load)
+	}
 	if !r.OK || !approx(r.OffsetMs, 150) || len(r.ChunkMs) != 4 || !approx(r.ChunkMs[3], 360) || r.OutputTokens != 4 || r.InputTokens != 128 {
 		t.Errorf("record 2 = %+v", r)
 	}
