@@ -44,6 +44,8 @@ type Level struct {
 	// dependent calls, with ThinkTime between them; Requests then counts chains.
 	Steps     int
 	ThinkTime time.Duration
+	// Phase shifts an open-loop schedule (sharded constant-rate load).
+	Phase time.Duration
 }
 
 // Source supplies the requests of a level; it is called from several
@@ -150,7 +152,10 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 // duration are used up. It returns the level's wall time, from its start to
 // the end of the last request.
 func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) time.Duration {
-	users := max(lv.Load.Concurrency, 1)
+	users := lv.Load.Concurrency
+	if users <= 0 {
+		return 0 // a shard whose part of this level is no user at all
+	}
 	// Requests run on their own context so an interrupt lets them finish
 	// within the grace period instead of cutting every stream at once.
 	reqCtx, done := r.requestContext(ctx)
@@ -357,7 +362,7 @@ sending:
 		if r.abort.Load() {
 			break
 		}
-		due := start.Add(off)
+		due := start.Add(off + lv.Phase)
 		if d := time.Until(due); d > 0 {
 			timer.Reset(d)
 			select {

@@ -227,10 +227,10 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		}
 		p.levels = append(p.levels, load.Level{
 			Load:     metrics.Load{Mode: "concurrency", Concurrency: c},
-			Requests: n, Duration: f.duration, Warmup: f.warmup,
+			Requests: n, Duration: f.duration, Warmup: f.warmup, Seed: f.seed,
 		})
 	}
-	p.levels = f.wl.sweep(p.levels)
+	p.levels = f.lf.shardLevels(f.wl.sweep(p.levels))
 	return p, nil
 }
 
@@ -432,14 +432,13 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 	for _, h := range f.headers {
 		hs = append(hs, redactHeaderArg(h))
 	}
+	// The levels as configured (a shard runs its part of each).
 	var conc []int
 	var rates []float64
-	for _, lv := range p.levels {
-		if lv.Load.Mode == "rate" {
-			rates = append(rates, lv.Load.RateRPS)
-		} else {
-			conc = append(conc, lv.Load.Concurrency)
-		}
+	if f.rate != "" {
+		rates, _ = parseFloatList("--rate", f.rate)
+	} else if f.lf.sweep == "" {
+		conc, _ = parseIntList("--concurrency", f.concurrency, 1)
 	}
 	return map[string]any{
 		"url": api.RedactURL(f.url), "api": p.adapter.Name(), "model": f.model,
@@ -449,6 +448,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
 		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "load": f.lf.describe(),
+		"shard":   f.lf.shardSpec,
 		"prompts": f.wl.describe(),
 	}
 }

@@ -23,6 +23,10 @@ type loadFlags struct {
 	priceIn   float64
 	priceOut  float64
 	gpuHour   float64
+	shardSpec string
+	startAt   string
+	shard     load.Shard
+	start     time.Time
 	workload  string
 	steps     int
 	thinkTime time.Duration
@@ -38,6 +42,8 @@ func (l *loadFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&l.repeat, "repeat", 1, "run each level this many times and report the median of the runs with their spread")
 	fl.StringVar(&l.sweep, "sweep", "", "auto: one user, then doubling to maximum throughput, then levels in between")
 	fl.IntVar(&l.sweepMax, "sweep-max", 512, "highest concurrency --sweep auto may try")
+	fl.StringVar(&l.shardSpec, "shard", "", "run shard I of N (0-based), e.g. 0/4: 1/N of every level's users, rate and requests; merge the shards with tokbench merge")
+	fl.StringVar(&l.startAt, "start-at", "", "wait until this RFC 3339 instant before the first level, so shards begin together")
 	fl.StringVar(&l.workload, "workload", "synthetic", "synthetic (independent requests) or agent (chains of --steps dependent calls)")
 	fl.IntVar(&l.steps, "steps", 5, "calls per agent chain with --workload agent")
 	fl.DurationVar(&l.thinkTime, "think-time", 0, "pause between the calls of an agent chain (tool time)")
@@ -86,6 +92,23 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	case l.sweepMax < 1:
 		return usagef("--sweep-max: must be at least 1, got %d", l.sweepMax)
 	}
+	if l.shardSpec != "" {
+		sh, err := load.ParseShard(l.shardSpec)
+		if err != nil {
+			return usagef("--shard: %v", err)
+		}
+		l.shard = sh
+		if l.sweep != "" {
+			return usagef("--shard: an automatic sweep decides its levels from results; give the levels explicitly")
+		}
+	}
+	if l.startAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, l.startAt)
+		if err != nil {
+			return usagef("--start-at: want an RFC 3339 instant like 2026-01-02T15:04:05Z, got %q", l.startAt)
+		}
+		l.start = t
+	}
 	switch l.workload {
 	case "synthetic":
 		l.steps = 1
@@ -114,6 +137,29 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	}
 	l.prices = metrics.Prices{InputPerMillion: l.priceIn, OutputPerMillion: l.priceOut, GPUHour: l.gpuHour, GPUs: max(f.gpus, 1)}
 	return nil
+}
+
+// shardLevels returns this shard's part of the planned levels.
+func (l *loadFlags) shardLevels(levels []load.Level) []load.Level {
+	for i := range levels {
+		levels[i] = l.shard.Apply(levels[i])
+	}
+	return levels
+}
+
+// waitStart blocks until --start-at (if any); false when ctx ended first.
+func (l *loadFlags) waitStart(ctx context.Context) bool {
+	if l.start.IsZero() {
+		return true
+	}
+	t := time.NewTimer(time.Until(l.start))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // levelRunner runs one planned level once.
@@ -191,6 +237,7 @@ func (l *loadFlags) finish(s *metrics.Summary) {
 func (l *loadFlags) describe() map[string]any {
 	return map[string]any{
 		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
+		"start_at": l.startAt,
 		"workload": l.workload, "steps": l.steps, "think_time": l.thinkTime.String(),
 		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
 	}

@@ -140,7 +140,7 @@ func (w *workloadFlags) source(ctx context.Context, f *benchFlags, p *benchPlan,
 		Tokenizer: p.tok, Counter: w.counter, Input: in, Output: w.outDist, Rows: w.rows,
 		PrefixTokens: w.prefixTokens, PrefixGroups: w.prefixGroups,
 		Model: f.model, IgnoreEOS: f.ignoreEOS, MinTokens: w.minTokens,
-		Seed: f.seed, Level: idx,
+		Seed: levelSeed(f.seed, lv), Level: idx,
 	}
 	if w.format == workload.FormatText {
 		c, err := workload.OpenCorpus(w.dataset)
@@ -173,4 +173,13 @@ func (w *workloadFlags) describe() map[string]any {
 		"dataset_format": w.format, "prefix_tokens": w.prefixTokens, "prefix_groups": w.prefixGroups,
 		"min_tokens": w.minTokens, "tokenizer_server": w.server,
 	}
+}
+
+// levelSeed is the level's own seed when it has one (a shard's), else the
+// run's, so shards of one run draw different prompts.
+func levelSeed(seed uint64, lv load.Level) uint64 {
+	if lv.Seed != 0 {
+		return lv.Seed
+	}
+	return seed
 }

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/results"
+)
+
+func newMergeCmd(env Env) *cobra.Command {
+	var out, format string
+	cmd := &cobra.Command{
+		Use:   "merge DIR DIR... --out DIR",
+		Short: "Merge the run directories of shards (bench --shard I/N) into one run",
+		Long: `merge combines shard runs into the run one client would have recorded:
+per level, the union of all requests, offsets aligned by wall-clock start,
+loads added up, and every statistic computed again from the union (never
+averaged). Shards whose configuration differs in anything but the shard
+index are refused.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usagef("merge: give at least two run directories")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("--out: required: the directory for the merged run")
+			}
+			switch format {
+			case "table", "json":
+			default:
+				return usagef("--format: unknown %q (known: table, json)", format)
+			}
+			m, err := results.Merge(args)
+			if err != nil {
+				return usagef("merge: %v", err)
+			}
+			if err := results.WriteMerged(out, m); err != nil {
+				return usagef("--out: %v", err)
+			}
+			if err := writeReportHTML(out); err != nil {
+				fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+			}
+			fmt.Fprintf(env.Stderr, "tokbench: merged %d runs (%d requests) into %s\n", len(args), len(m.Records), out)
+			if format == "json" {
+				return report.JSON(env.Stdout, m.Summary)
+			}
+			return report.Table(env.Stdout, m.Summary)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for the merged run")
+	cmd.Flags().StringVar(&format, "format", "table", "stdout format: table, json")
+	return cmd
+}

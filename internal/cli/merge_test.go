@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
+)
+
+// TestShardsMergeExactly runs one load split into 4 shards (at once, as
+// separate runs against one server) and checks the merged summary against
+// the same records summarized independently: identical percentiles and totals.
+func TestShardsMergeExactly(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 12, Usage: true,
+		GapPerInflight: 100 * time.Microsecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	start := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	var dirs []string
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		dirs = append(dirs, d)
+		go func() {
+			code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
+				"--concurrency", "4,10", "--requests", "30", "--warmup", "0", "--input-tokens", "16",
+				"--shard", fmt.Sprintf("%d/4", i), "--start-at", start, "--out", d)
+			if code != 0 {
+				errs <- fmt.Errorf("shard %d: exit %d: %s", i, code, stderr)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "merged")
+	code, stdout, stderr := runCLI(context.Background(), nil, append(append([]string{"merge"}, dirs...), "--out", out, "--format", "json")...)
+	if code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	// The truth: every shard's records, pooled per level by this test.
+	var pooled [2][]metrics.Record
+	for _, d := range dirs {
+		recs, _, err := results.ReadRecords(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			pooled[r.Level] = append(pooled[r.Level], r)
+		}
+	}
+	for i, want := range []struct{ users, requests int }{{4, 30}, {10, 30}} {
+		lv := s.Levels[i]
+		if lv.Load.Concurrency != want.users || lv.Requests.Sent != want.requests || len(pooled[i]) != want.requests {
+			t.Fatalf("level %d: load %+v, sent %d, pooled %d; want %d users, %d requests", i, lv.Load, lv.Requests.Sent, len(pooled[i]), want.users, want.requests)
+		}
+		var ttft, tps, itl []float64
+		tokens := 0
+		for j := range pooled[i] {
+			r := &pooled[i][j]
+			ttft = append(ttft, r.TTFTMs)
+			if v, ok := r.DecodeTPS(); ok {
+				tps = append(tps, v)
+			}
+			itl = r.AppendITL(itl)
+			tokens += r.OutputTokens
+		}
+		if got, want := lv.TTFT, metrics.Describe(ttft); got != want {
+			t.Errorf("level %d TTFT: merged %+v, pooled %+v", i, got, want)
+		}
+		if got, want := lv.DecodeTPS, metrics.Describe(tps); got != want {
+			t.Errorf("level %d decode TPS differs", i)
+		}
+		if got, want := lv.ITL, metrics.Describe(itl); got != want {
+			t.Errorf("level %d ITL differs", i)
+		}
+		if lv.OutputTokens != tokens || tokens != 12*want.requests {
+			t.Errorf("level %d output tokens %d, pooled %d", i, lv.OutputTokens, tokens)
+		}
+		// The wall time spans the earliest start to the last end across shards.
+		var first, last time.Time
+		for _, r := range pooled[i] {
+			st := r.Start.Add(-time.Duration(r.OffsetMs * float64(time.Millisecond)))
+			end := r.Start.Add(time.Duration(r.DoneMs * float64(time.Millisecond)))
+			if first.IsZero() || st.Before(first) {
+				first = st
+			}
+			if end.After(last) {
+				last = end
+			}
+		}
+		if d := last.Sub(first).Seconds(); lv.DurationS < d-1e-6 || lv.DurationS > d+1e-6 {
+			t.Errorf("level %d duration %.6f s, want %.6f", i, lv.DurationS, d)
+		}
+	}
+	// Mismatched shards are refused, naming the field.
+	other := filepath.Join(dir, "other")
+	if code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "4,10",
+		"--requests", "30", "--warmup", "0", "--input-tokens", "32", "--shard", "1/4", "--out", other); code != 0 {
+		t.Fatalf("other shard: %s", stderr)
+	}
+	code, _, stderr = runCLI(context.Background(), nil, "merge", dirs[0], other, "--out", filepath.Join(dir, "bad"))
+	if code != ExitUsage || !strings.Contains(stderr, "input_tokens") {
+		t.Errorf("mismatched shards: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCLI(context.Background(), nil, "merge", dirs[0], dirs[0], "--out", filepath.Join(dir, "dup"))
+	if code != ExitUsage || !strings.Contains(stderr, "both are shard") {
+		t.Errorf("same shard twice: exit %d, %q", code, stderr)
+	}
+}

@@ -1,0 +1,70 @@
+package load
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/metrics"
+)
+
+func TestShardSplitsExactly(t *testing.T) {
+	if _, err := ParseShard("4/4"); err == nil {
+		t.Error("4/4 accepted")
+	}
+	for _, bad := range []string{"", "1", "a/2", "-1/2", "0/0"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	for _, n := range []int{1, 3, 4, 7} {
+		for _, total := range []int{0, 1, 5, 16, 17, 1000} {
+			sum := 0
+			for i := 0; i < n; i++ {
+				s, err := ParseShard(fmtShard(i, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := s.Part(total)
+				if p < total/n || p > total/n+1 {
+					t.Errorf("shard %d/%d of %d = %d: uneven", i, n, total, p)
+				}
+				sum += p
+			}
+			if sum != total {
+				t.Errorf("%d shards of %d sum to %d", n, total, sum)
+			}
+		}
+	}
+}
+
+func fmtShard(i, n int) string { return string(rune('0'+i)) + "/" + string(rune('0'+n)) }
+
+// TestShardConstantRateInterleaves: 4 shards at 100 req/s in total each
+// send at 25 req/s, phase-shifted so the union is one send every 10 ms.
+func TestShardConstantRateInterleaves(t *testing.T) {
+	lv := Level{Load: metrics.Load{Mode: "rate", RateRPS: 100, Arrival: ArrivalConstant}, Requests: 40}
+	var all []time.Duration
+	for i := 0; i < 4; i++ {
+		part := Shard{Index: i, Count: 4}.Apply(lv)
+		if part.Load.RateRPS != 25 || part.Requests != 10 {
+			t.Fatalf("shard %d: %+v", i, part)
+		}
+		offs, _ := Schedule(part.Load.Arrival, part.Load.RateRPS, 0, part.Requests, part.Seed)
+		for _, o := range offs {
+			all = append(all, o+part.Phase)
+		}
+	}
+	seen := map[time.Duration]bool{}
+	for _, o := range all {
+		seen[o.Round(time.Millisecond)] = true
+	}
+	for k := 0; k < 40; k++ {
+		if !seen[time.Duration(k)*10*time.Millisecond] {
+			t.Errorf("no send at %d ms in the union of the shards", 10*k)
+		}
+	}
+	c := Shard{Index: 1, Count: 4}.Apply(Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 10}, Requests: 30, Warmup: 2})
+	if c.Load.Concurrency != 3 || c.Requests != 8 || c.Warmup != 1 {
+		t.Errorf("concurrency shard 1/4 of 10 users, 30 requests = %+v", c)
+	}
+}
