@@ -94,7 +94,9 @@ type Runner struct {
 // Progress counts the current level's requests and tokens.
 type Progress struct {
 	Done, Failed, Tokens atomic.Int64
-	Start                atomic.Int64 // level start, unix nanoseconds
+	// InFlight counts requests sent and not yet answered in full (all levels).
+	InFlight atomic.Int64
+	Start    atomic.Int64 // level start, unix nanoseconds
 }
 
 // ErrInterrupted is returned when the run's context was canceled.
@@ -212,6 +214,8 @@ func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, r
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
 		defer cancel()
 	}
+	r.Progress.InFlight.Add(1)
+	defer r.Progress.InFlight.Add(-1)
 	resp := r.Client.Do(ctx, req)
 	first := resp.Start
 	var retryErrors []string
