@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tokbench/tokbench/live"
+	"github.com/tokbench/tokbench/load"
+)
+
+// startLive serves live Prometheus metrics of the run on --metrics-addr;
+// nil when the flag is not set.
+func startLive(ctx context.Context, env Env, addr string, runner *load.Runner) (*live.Exporter, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	e := live.New(func() float64 { return float64(runner.Progress.InFlight.Load()) })
+	url, err := e.Serve(ctx, addr)
+	if err != nil {
+		return nil, usagef("--metrics-addr: %v", err)
+	}
+	fmt.Fprintf(env.Stderr, "tokbench: live metrics at %s\n", url)
+	return e, nil
+}
