@@ -71,12 +71,28 @@ type Record struct {
 	Server *ServerTiming `json:"server,omitempty"`
 }
 
-// ServerTiming is what the server itself says about a request.
+// ServerTiming is what the server itself says about a request: PromptMs is
+// its prefill (prompt evaluation) time, PredictedMs its decode time for
+// PredictedTokens, LoadMs the time it spent loading the model first
+// (Ollama), all in milliseconds as the server measured them.
 type ServerTiming struct {
 	PromptMs    float64 `json:"prompt_ms,omitempty"`
 	PredictedMs float64 `json:"predicted_ms,omitempty"`
 	DecodeTPS   float64 `json:"decode_tps,omitempty"`
 	PrefillTPS  float64 `json:"prefill_tps,omitempty"`
+	LoadMs      float64 `json:"load_ms,omitempty"`
+	// PromptTokens and PredictedTokens are the counts the timings cover.
+	PromptTokens    int `json:"prompt_tokens,omitempty"`
+	PredictedTokens int `json:"predicted_tokens,omitempty"`
+}
+
+// TTFTMs is the server's own share of the time to first token: model load
+// plus prefill. 0 when the server did not report its prefill time.
+func (s *ServerTiming) TTFTMs() float64 {
+	if s == nil || s.PromptMs <= 0 {
+		return 0
+	}
+	return s.LoadMs + s.PromptMs
 }
 
 // DecodeTPS is (output tokens − 1) / (t_last − t_first) in tokens per

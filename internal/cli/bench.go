@@ -68,7 +68,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "base URL as the API's SDK takes it, e.g. http://localhost:8000/v1 (default: the embedded simulator)")
-	fl.StringVar(&f.apiName, "api", "openai-chat", "protocol: openai-chat, openai-completions, auto")
+	fl.StringVar(&f.apiName, "api", "openai-chat", "protocol: "+strings.Join(api.Names, ", ")+", auto (probe the server)")
 	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
 	fl.StringVar(&f.concurrency, "concurrency", "1,4,16", "comma list of concurrent users, one level each")
 	fl.StringVar(&f.rate, "rate", "", "open loop: comma list of request rates per second, one level each (instead of --concurrency)")
@@ -81,7 +81,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	f.wl.register(fl, f)
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "send ignore_eos (vLLM, SGLang, llama.cpp) so outputs reach --output-tokens")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable; values never written to files)")
-	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token)")
+	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent in the protocol's header: Bearer token, Anthropic x-api-key; default ANTHROPIC_API_KEY with --api anthropic)")
 	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory")
 	fl.StringVar(&f.format, "format", "table", "stdout format: table, json, markdown, csv")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "limit for one whole request")
@@ -108,6 +108,8 @@ type benchPlan struct {
 	secrets []string
 	physics *benchPhysics
 	notes   []string
+	// apiKey and keyHeader: the key and the header setAPIKey put it in.
+	apiKey, keyHeader string
 }
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
@@ -171,13 +173,13 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 	default:
 		return nil, usagef("--format: unknown %q (known: table, json, markdown, csv)", f.format)
 	}
-	switch f.apiName {
-	case "openai-chat", "auto":
-		p.adapter = api.OpenAI{Chat: true}
-	case "openai-completions":
-		p.adapter = api.OpenAI{Chat: false}
-	default:
-		return nil, usagef("--api: unknown %q (known: openai-chat, openai-completions, auto)", f.apiName)
+	if f.apiName == "auto" {
+		p.adapter = api.OpenAI{Chat: true} // until detectAPI probes the server
+	} else if p.adapter, err = api.ByName(f.apiName); err != nil {
+		return nil, usagef("--api: %v", err)
+	}
+	if f.apiName == "anthropic" && !set("api-key-env") {
+		f.apiKeyEnv = "ANTHROPIC_API_KEY"
 	}
 	if f.url != "" {
 		if _, err := (api.OpenAI{}).Endpoint(f.url); err != nil {
@@ -199,16 +201,10 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 			p.secrets = append(p.secrets, value)
 		}
 	}
-	if fileKey != "" && p.header.Get("Authorization") == "" {
-		p.header.Set("Authorization", "Bearer "+fileKey)
-		p.secrets = append(p.secrets, fileKey)
+	if fileKey == "" && f.apiKeyEnv != "" {
+		fileKey = strings.TrimSpace(env.Getenv(f.apiKeyEnv))
 	}
-	if f.apiKeyEnv != "" {
-		if key := strings.TrimSpace(env.Getenv(f.apiKeyEnv)); key != "" && p.header.Get("Authorization") == "" {
-			p.header.Set("Authorization", "Bearer "+key)
-			p.secrets = append(p.secrets, key)
-		}
-	}
+	p.setAPIKey(fileKey)
 	for _, r := range rates {
 		n := f.requests
 		if n == 0 && f.duration == 0 {

@@ -1,0 +1,43 @@
+package api
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestOllamaRequest(t *testing.T) {
+	req := &Request{Model: "llama3.2:1b", Messages: []Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}, MaxTokens: 32}
+	path, _, body := capture(t, Ollama{Chat: true}, "", req, nil)
+	opts, _ := body["options"].(map[string]any)
+	if path != "/api/chat" || body["stream"] != true || opts["num_predict"] != float64(32) || body["messages"] == nil {
+		t.Errorf("chat: POST %s %v", path, body)
+	}
+	path, _, body = capture(t, Ollama{}, "", req, nil)
+	if path != "/api/generate" || body["prompt"] != "a\nb" {
+		t.Errorf("generate: POST %s %v", path, body)
+	}
+}
+
+// TestOllamaServerTiming: the final object's nanosecond durations become
+// milliseconds and rates (fixture: 8 tokens in 70 ms, 14 prompt tokens in
+// 25 ms, 5 ms load).
+func TestOllamaServerTiming(t *testing.T) {
+	raw, err := os.ReadFile("testdata/ollama-chat.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp Response
+	Ollama{Chat: true}.Decode(strings.NewReader(string(raw)), &resp)
+	s := resp.Server
+	if resp.Failed() || s == nil {
+		t.Fatalf("decode: %s %s, server %+v", resp.ErrorClass, resp.Error, s)
+	}
+	if s.PredictedMs != 70 || s.PromptMs != 25 || s.LoadMs != 5 || s.PredictedTokens != 8 || s.PromptTokens != 14 {
+		t.Errorf("server timing %+v", s)
+	}
+	if math.Abs(s.DecodeTPS-8/0.070) > 1e-9 || math.Abs(s.PrefillTPS-14/0.025) > 1e-9 || s.TTFTMs() != 30 {
+		t.Errorf("rates: decode %g prefill %g ttft %g", s.DecodeTPS, s.PrefillTPS, s.TTFTMs())
+	}
+}
