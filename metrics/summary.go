@@ -94,6 +94,11 @@ type Level struct {
 	TTFTSched *Stats `json:"ttft_from_scheduled_ms,omitempty"`
 	E2ESched  *Stats `json:"e2e_from_scheduled_ms,omitempty"`
 	ServerTPS *Stats `json:"server_decode_tps,omitempty"`
+	// ServerPrefillMs and ServerTTFTMs (load + prefill) are the server's own
+	// timing; ClientMinusServer is what the client measured beyond it.
+	ServerPrefillMs   *Stats     `json:"server_prefill_ms,omitempty"`
+	ServerTTFTMs      *Stats     `json:"server_ttft_ms,omitempty"`
+	ClientMinusServer *ServerGap `json:"client_minus_server,omitempty"`
 	// ChainMs is the wall-clock of complete agent chains, first call's t0 to
 	// the last call's end, think time included.
 	ChainMs *Stats `json:"chain_ms,omitempty"`
@@ -259,6 +264,7 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 		s := Describe(server)
 		lv.ServerTPS = &s
 	}
+	lv.summarizeServer(recs)
 	if chains := chainWalls(recs); len(chains) > 0 {
 		s := Describe(chains)
 		lv.ChainMs = &s

@@ -105,6 +105,11 @@ func Table(w io.Writer, s metrics.Summary) error {
 		}
 	}
 	for _, lv := range s.Levels {
+		if n := serverNote(lv); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	for _, lv := range s.Levels {
 		if lv.Requests.Failed > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
 		}
