@@ -110,6 +110,8 @@ type benchPlan struct {
 	notes   []string
 	// apiKey and keyHeader: the key and the header setAPIKey put it in.
 	apiKey, keyHeader string
+	// detected is what probing the server found (--api auto, native APIs).
+	detected *api.Detection
 }
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
@@ -269,6 +271,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 
 	httpClient := &http.Client{Transport: f.nf.transport()}
 	defer httpClient.CloseIdleConnections()
+	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
+		return err
+	}
 	if f.model == "" {
 		m, err := firstModel(ctx, httpClient, baseURL, plan.header)
 		if err != nil {
@@ -293,7 +298,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 		if err := w.WriteRun(results.Run{
 			Tool: "tokbench", Version: Version, StartedAt: time.Now().UTC(),
-			Target: target, Meta: f.meta(), Config: f.config(plan),
+			Target: target, Meta: plan.withFacts(f.meta()), Config: plan.withDetection(f.config(plan)),
 		}); err != nil {
 			return usagef("--out: %v", err)
 		}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fake serves fixed bodies by "METHOD /path"; anything else is a 404.
+func fake(t *testing.T, routes map[string]string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := routes[r.Method+" "+r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func fileText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		name   string
+		routes map[string]string
+		base   string
+		want   Detection
+	}{
+		{"ollama", map[string]string{
+			"GET /api/version": `{"version":"0.12.3"}`,
+			"GET /api/tags":    `{"models":[{"name":"llama3.2:1b","model":"llama3.2:1b","size":1321098329,"details":{"parameter_size":"1.2B","quantization_level":"Q8_0"}},{"name":"qwen3:4b"}]}`,
+			"POST /api/show":   `{"details":{"format":"gguf","family":"llama","parameter_size":"1.2B","quantization_level":"Q8_0"},"model_info":{"general.architecture":"llama","general.parameter_count":1235814432,"llama.context_length":131072,"llama.block_count":16}}`,
+			"GET /v1/models":   `{"object":"list","data":[{"id":"llama3.2:1b","object":"model","owned_by":"library"}]}`,
+		}, "", Detection{API: "ollama-chat", Engine: "ollama", Version: "0.12.3", Models: []string{"llama3.2:1b", "qwen3:4b"}, MaxContext: 131072,
+			Facts: map[string]string{"model_family": "llama", "model_parameter_size": "1.2B", "model_quantization": "Q8_0", "model_format": "gguf",
+				"model_context_length": "131072", "model_params": "1235814432"}}},
+		{"llama.cpp", map[string]string{
+			"GET /props":     fileText(t, "testdata/llamacpp-props.json"),
+			"GET /v1/models": fileText(t, "testdata/llamacpp-v1-models.json"),
+			"GET /health":    `{"status":"ok"}`,
+		}, "/v1", Detection{API: "llamacpp", Engine: "llama.cpp", Version: "b0-unknown", Models: []string{"model/rand-1024x8.gguf"}, MaxContext: 1024,
+			Facts: map[string]string{"model_path": "model/rand-1024x8.gguf", "model_context_length": "1024", "model_params": "155730944",
+				"model_size_bytes": "311496704", "model_context_train": "4096"}}},
+		{"tgi", map[string]string{
+			"GET /info":   `{"model_id":"meta-llama/Llama-3.1-8B-Instruct","model_dtype":"torch.bfloat16","max_input_tokens":8191,"max_total_tokens":8192,"router":"text-generation-router","version":"3.3.4"}`,
+			"GET /health": ``,
+		}, "", Detection{API: "tgi", Engine: "tgi", Version: "3.3.4", Models: []string{"meta-llama/Llama-3.1-8B-Instruct"}, MaxContext: 8192,
+			Facts: map[string]string{"model_context_length": "8192", "model_dtype": "torch.bfloat16"}}},
+		{"vllm", map[string]string{
+			"GET /v1/models": `{"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model","owned_by":"vllm","max_model_len":32768}]}`,
+			"GET /version":   `{"version":"0.11.0"}`,
+			"GET /health":    ``,
+		}, "/v1/", Detection{API: "openai-chat", Engine: "vllm", Version: "0.11.0", Models: []string{"Qwen/Qwen3-8B"}, MaxContext: 32768,
+			Facts: map[string]string{"model_context_length": "32768"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Detect(context.Background(), http.DefaultClient, fake(t, c.routes)+c.base, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tried := got.Tried
+			got.Tried = nil
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Detect = %+v\nwant     %+v", got, c.want)
+			}
+			if len(tried) == 0 || !strings.HasSuffix(tried[len(tried)-1], ": ok") {
+				t.Errorf("tried %v", tried)
+			}
+		})
+	}
+}
+
+func TestDetectNothing(t *testing.T) {
+	base := fake(t, map[string]string{"GET /health": ``})
+	_, err := Detect(context.Background(), http.DefaultClient, base+"/v1", nil)
+	if !errors.Is(err, ErrNotDetected) {
+		t.Fatalf("err = %v, want ErrNotDetected", err)
+	}
+	for _, want := range []string{"GET /api/version: HTTP 404", "GET /props: HTTP 404", "GET /info: HTTP 404", "GET /v1/models: HTTP 404", "GET /health: ok"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Detect(context.Background(), http.DefaultClient, "http://"+addr, nil)
+	if !errors.Is(err, ErrNotDetected) || !strings.Contains(err.Error(), "GET /props: connection_refused") {
+		t.Errorf("refused: %v", err)
+	}
+}
