@@ -20,6 +20,7 @@ type ceilingFlags struct {
 	gpus, context, batch, promptTokens      int
 	claim, paramsB                          float64
 	catalog, format                         string
+	gguf                                    string
 }
 
 func newCeilingCmd(env Env) *cobra.Command {
@@ -60,6 +61,7 @@ mixture-of-experts model, a smaller model or lower precision, or more GPUs.`,
 	fs.StringVar(&f.engine, "engine", "", "engine whose calibration to use for expected figures (vllm, tensorrt-llm, llama.cpp …); default: the hardware's")
 	fs.StringVar(&f.catalog, "catalog", "", "YAML or JSON file adding hardware, models and precisions")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
+	fs.StringVar(&f.gguf, "gguf", "", "GGUF model file: architecture and exact bytes per token from its tensor types and shapes (instead of --model/--quant)")
 	return cmd
 }
 
@@ -99,7 +101,13 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 		}
 	}
 	var m physics.Model
+	var w physics.Precision
+	var err error
 	switch {
+	case f.gguf != "":
+		if m, w, notes, err = ggufModel(f.gguf, notes); err != nil {
+			return physics.Deployment{}, "", nil, usagef("--gguf: %v", err)
+		}
 	case f.paramsB > 0:
 		if _, err := cat.LookupModel(f.model); f.model != "" && err == nil {
 			return physics.Deployment{}, "", nil, usagef("--params: %q is a catalog model; give --model or --params, not both", f.model)
@@ -119,9 +127,10 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 			return physics.Deployment{}, "", nil, unknownUsage("--model", err)
 		}
 	}
-	w, err := cat.LookupPrecision(f.quant)
-	if err != nil {
-		return physics.Deployment{}, "", nil, unknownUsage("--quant", err)
+	if f.gguf == "" {
+		if w, err = cat.LookupPrecision(f.quant); err != nil {
+			return physics.Deployment{}, "", nil, unknownUsage("--quant", err)
+		}
 	}
 	kv, err := cat.LookupPrecision(f.kvQuant)
 	if err != nil {
