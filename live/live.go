@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,9 @@ type Exporter struct {
 	tps      prometheus.Histogram
 	e2e      prometheus.Histogram
 	level    *prometheus.GaugeVec
+
+	mu   sync.Mutex
+	last metrics.Load
 }
 
 // New returns an exporter; inFlight reports requests in flight right now.
@@ -62,8 +66,15 @@ func New(inFlight func() float64) *Exporter {
 	return e
 }
 
-// Observe counts one finished request.
+// Observe counts one finished request (and marks its level as running).
 func (e *Exporter) Observe(r metrics.Record) {
+	e.mu.Lock()
+	if r.Load != e.last && r.Load.Mode != "" {
+		e.last = r.Load
+		e.level.Reset()
+		e.level.WithLabelValues(r.Load.String()).Set(1)
+	}
+	e.mu.Unlock()
 	if !r.OK {
 		e.requests.WithLabelValues(r.ErrorClass).Inc()
 		return

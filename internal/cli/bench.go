@@ -304,6 +304,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 	}
 
+	if _, err := startLive(ctx, env, f.nf.metricsAddr, runner); err != nil {
+		return err
+	}
 	charts := newTermCharts(env, runner) // after runner.Sink is set
 	summary := metrics.Summary{Schema: metrics.Schema, Target: target, Warnings: plan.notes}
 	f.wl.connect(baseURL, f.model, httpClient, plan.header)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tokbench/tokbench/live"
 	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // startLive serves live Prometheus metrics of the run on --metrics-addr;
@@ -18,6 +19,13 @@ func startLive(ctx context.Context, env Env, addr string, runner *load.Runner) (
 	url, err := e.Serve(ctx, addr)
 	if err != nil {
 		return nil, usagef("--metrics-addr: %v", err)
+	}
+	next := runner.Sink
+	runner.Sink = func(rec metrics.Record) {
+		if next != nil {
+			next(rec)
+		}
+		e.Observe(rec)
 	}
 	fmt.Fprintf(env.Stderr, "tokbench: live metrics at %s\n", url)
 	return e, nil

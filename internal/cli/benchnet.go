@@ -17,6 +17,7 @@ type netFlags struct {
 	apiKeyFile   string
 	retry        int
 	maxErrorRate float64
+	metricsAddr  string
 
 	tls *tls.Config
 }
@@ -26,6 +27,7 @@ func (n *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&n.caCert, "ca-cert", "", "PEM file of certificate authorities to trust besides the system's")
 	fl.StringVar(&n.apiKeyFile, "api-key-file", "", "file holding the API key (sent as a Bearer token; overrides --api-key-env)")
 	fl.IntVar(&n.retry, "retry", 0, "retry requests that fail before their first token (429, 5xx, refused or reset) up to N times; retries are recorded, never counted as extra requests")
+	fl.StringVar(&n.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of the run on this address, e.g. 127.0.0.1:9090 (/metrics)")
 	fl.Float64Var(&n.maxErrorRate, "max-error-rate", 0, "abort a level once more than this share of its requests failed (after 10), e.g. 0.5; 0 never")
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,4 +112,69 @@ func TestBenchRetryAndMaxErrorRateFlags(t *testing.T) {
 			t.Errorf("%v: exit %d %q", args, code, stderr)
 		}
 	}
+}
+
+func TestBenchMetricsAddr(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 5, Usage: true})
+	defer srv.Close()
+	// Scrape while the run goes: the run's stderr names the address.
+	var stderr syncBuffer
+	done := make(chan int)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		done <- Run(ctx, []string{"bench", "--url", srv.URL, "--model", "m", "--concurrency", "2", "--duration", "30s",
+			"--input-tokens", "16", "--warmup", "0", "--grace", "10ms", "--metrics-addr", "127.0.0.1:0"}, Env{Stdout: io.Discard, Stderr: &stderr})
+	}()
+	var url string
+	for i := 0; i < 200 && url == ""; i++ {
+		time.Sleep(10 * time.Millisecond)
+		if _, rest, ok := strings.Cut(stderr.String(), "live metrics at "); ok {
+			url = strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
+		}
+	}
+	if url == "" {
+		t.Fatalf("no metrics address announced: %q", stderr.String())
+	}
+	var text string
+	for i := 0; i < 100; i++ {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			text = string(b)
+			if strings.Contains(text, `tokbench_requests_total{outcome="ok"}`) {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	for _, want := range []string{`tokbench_requests_total{outcome="ok"}`, "tokbench_in_flight_requests", `tokbench_level{load="c=2"} 1`, "tokbench_ttft_seconds_bucket"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("live metrics lack %q", want)
+		}
+	}
+	if code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m", "--metrics-addr", "256.0.0.1:1"); code != ExitUsage || !strings.Contains(stderr, "--metrics-addr") {
+		t.Errorf("bad --metrics-addr: exit %d %q", code, stderr)
+	}
+}
+
+// syncBuffer is a strings.Builder safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
