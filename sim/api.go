@@ -16,6 +16,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
 	mux.HandleFunc("GET /v1/models", s.models)
+	s.nativeRoutes(mux)
 	mux.Handle("GET /metrics", s.met.handler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +40,10 @@ type completionRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	N *int `json:"n"`
+	// Options carries Ollama's num_predict (its max_tokens).
+	Options *struct {
+		NumPredict *int `json:"num_predict"`
+	} `json:"options"`
 }
 
 type chatMessage struct {
@@ -155,6 +160,8 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 		maxTokens = *req.MaxCompletionTokens
 	case req.MaxTokens != nil:
 		maxTokens = *req.MaxTokens
+	case req.Options != nil && req.Options.NumPredict != nil:
+		maxTokens = *req.Options.NumPredict
 	}
 	if maxTokens < 1 {
 		return nil, Request{}, badRequest("max_tokens: must be at least 1, got %d", maxTokens)
@@ -185,6 +192,11 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 
 // complete serves /v1/chat/completions (chat) and /v1/completions.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+	s.serve(w, r, chat, protoOpenAI)
+}
+
+// serve answers a completion request in protocol p (see native.go).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool, p proto) {
 	if n := s.inflight.Add(1); n > int64(s.cfg.MaxInflight) {
 		s.inflight.Add(-1)
 		writeError(w, http.StatusTooManyRequests, "rate_limit_error",
@@ -203,7 +215,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	st := newStream(er)
 	out := newEncoder(s, chat, er.ID, req)
-	if req.Stream {
+	out.proto, out.prompt, out.start = p, er.PromptTokens, time.Now()
+	if req.Stream || p == protoOllamaChat || p == protoOllamaGenerate {
 		s.stream(w, r, st, out)
 	} else {
 		s.submit(st)
@@ -249,11 +262,16 @@ func (s *Server) take(st *stream, buf []chunk) ([]chunk, bool) {
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, st *stream, enc *encoder) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
+	if enc.proto == protoOllamaChat || enc.proto == protoOllamaGenerate {
+		h.Set("Content-Type", "application/x-ndjson")
+	}
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	k := &sink{w: w, rc: http.NewResponseController(w), enc: enc, buf: make([]byte, 0, 1024), done: make(chan struct{})}
-	if enc.chat {
+	if enc.proto != protoOpenAI {
+		k.buf = enc.nativeStart(k.buf)
+	} else if enc.chat {
 		k.buf = enc.roleChunk(k.buf)
 	}
 	if _, err := w.Write(k.buf); err != nil {
@@ -329,6 +347,9 @@ func (s *Server) write(j job) {
 	last := j.end
 	if j.end {
 		buf = append(buf, shutdownEvent...)
+	} else if k.enc.proto != protoOpenAI {
+		buf = k.enc.nativeChunk(buf, j.c, &k.generated)
+		last = j.c.finish != FinishNone
 	} else {
 		buf = k.enc.tokenChunk(buf, j.c)
 		k.generated += j.c.tokens
@@ -398,6 +419,12 @@ type encoder struct {
 	chat         bool
 	seed, id     uint64
 	includeUsage bool
+	// proto, prompt and start serve the native protocols (native.go);
+	// firstAt is when the first token was written.
+	proto        proto
+	prompt       int
+	start        time.Time
+	firstAt      time.Time
 	head         []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
 	idStr, model string
 	created      int64
