@@ -420,3 +420,27 @@ func TestBenchAgentChains(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchTokenizerServer: with --tokenizer server, prompts are exactly
+// --input-tokens long by the server's own count, however it differs from
+// the local tokenizer.
+func TestBenchTokenizerServer(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 3, Usage: true})
+	defer srv.Close()
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--tokenizer", "server", "--input-tokens", "40", "--concurrency", "1", "--requests", "4", "--warmup", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	bodies := srv.Bodies()
+	if len(bodies) != 4 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	for i, b := range bodies {
+		msgs := b["messages"].([]any)
+		text := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+		if n := fakellm.CountTokens(text); n != 40 {
+			t.Errorf("prompt %d is %d tokens by the server's count, want 40", i, n)
+		}
+	}
+}

@@ -121,6 +121,20 @@ func (f *Server) Bodies() []map[string]any {
 	return append([]map[string]any(nil), f.bodies...)
 }
 
+// CountTokens is the fake's own tokenizer, deliberately unlike cl100k: one
+// token per word, two for a word longer than five letters. Its /tokenize
+// endpoint answers with it.
+func CountTokens(text string) int {
+	n := 0
+	for _, w := range strings.Fields(text) {
+		n++
+		if len(w) > 5 {
+			n++
+		}
+	}
+	return n
+}
+
 // LastHeader returns a header of the last generation request.
 func (f *Server) LastHeader(name string) string {
 	f.mu.Lock()
@@ -141,6 +155,14 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/tokenize") {
+		var body struct {
+			Prompt string `json:"prompt"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		fmt.Fprintf(w, `{"count":%d}`, CountTokens(body.Prompt))
 		return
 	}
 	n := int(f.requests.Add(1)) - 1
