@@ -138,11 +138,13 @@ func tail(body io.Reader, d time.Duration) {
 	}
 }
 
-// Decode implements Adapter.
+// Decode implements Adapter. Each chunk's JSON is read by a chunkScanner,
+// which falls back to encoding/json for anything unusual; per token chunk it
+// allocates only the chunk's text.
 func (o OpenAI) Decode(body io.Reader, resp *Response) {
 	dec := sse.NewDecoder(body)
 	var lastAt time.Time
-	var text, reasoning strings.Builder
+	var sc chunkScanner
 	for {
 		ev, err := dec.Next()
 		if err != nil {
@@ -174,49 +176,36 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		if len(data) == 0 {
 			continue
 		}
-		var c openaiChunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			resp.fail("malformed_stream", "chunk is not valid JSON: %v", err)
-			return
+		c := &sc.f
+		if !sc.scan(data) {
+			if err := decodeChunkStd(data, c); err != nil {
+				resp.fail("malformed_stream", "chunk is not valid JSON: %v", err)
+				return
+			}
 		}
-		if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) || c.Object == "error" {
+		if c.errored {
 			resp.fail("stream_error", "server error in stream: %s", errorMessage(data))
 			return
 		}
-		if resp.ID == "" {
-			resp.ID = c.ID
+		if resp.ID == "" && len(c.id) > 0 {
+			resp.ID = string(c.id)
 		}
-		text.Reset()
-		reasoning.Reset()
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if ch.Delta.Content != nil {
-				text.WriteString(*ch.Delta.Content)
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				text.WriteString(tc.Function.Arguments)
-			}
-			if ch.Text != nil {
-				text.WriteString(*ch.Text)
-			}
-			if ch.Delta.ReasoningContent != nil {
-				reasoning.WriteString(*ch.Delta.ReasoningContent)
-			} else if ch.Delta.Reasoning != nil {
-				reasoning.WriteString(*ch.Delta.Reasoning)
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				resp.Finish = *ch.FinishReason
-			}
+		if len(c.finish) > 0 && string(c.finish) != resp.Finish {
+			resp.Finish = string(c.finish)
 		}
-		if text.Len() > 0 || reasoning.Len() > 0 {
-			resp.Chunks = append(resp.Chunks, Chunk{At: ev.At, Text: text.String(), Reasoning: reasoning.String()})
-		}
-		if c.Usage != nil {
-			u := &Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
-			if d := c.Usage.CompletionTokensDetails; d != nil {
-				u.ReasoningTokens = d.ReasoningTokens
+		if len(c.text) > 0 || len(c.reasoning) > 0 {
+			ch := Chunk{At: ev.At}
+			if len(c.text) > 0 {
+				ch.Text = string(c.text)
 			}
-			resp.Usage = u
+			if len(c.reasoning) > 0 {
+				ch.Reasoning = string(c.reasoning)
+			}
+			resp.Chunks = append(resp.Chunks, ch)
+		}
+		if c.hasUsage {
+			resp.Usage = &Usage{PromptTokens: c.promptTokens, CompletionTokens: c.completionTokens,
+				ReasoningTokens: c.reasoningTokens}
 		}
 		if resp.Finish != "" && resp.Usage != nil {
 			// The answer is complete. A server that never sends [DONE] (or
@@ -224,10 +213,10 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			// the end marker, which keeps the connection reusable, then stop.
 			tail(body, doneGrace)
 		}
-		if t := c.Timings; t != nil {
+		if c.hasTimings {
 			resp.Server = &metrics.ServerTiming{
-				PromptMs: t.PromptMs, PredictedMs: t.PredictedMs,
-				DecodeTPS: t.PredictedPerSecond, PrefillTPS: t.PromptPerSecond,
+				PromptMs: c.promptMs, PredictedMs: c.predictedMs,
+				DecodeTPS: c.predictedPerSecond, PrefillTPS: c.promptPerSecond,
 			}
 		}
 	}

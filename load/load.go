@@ -203,12 +203,22 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 
 // one sends a request and turns the response into a record.
 func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) metrics.Record {
-	rec, _ := r.oneText(ctx, level, levelStart, req, inTok)
+	rec, _ := r.send(ctx, level, levelStart, req, inTok)
 	return rec
 }
 
 // oneText is one and also returns the answer text (for agent chains).
 func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) (metrics.Record, string) {
+	rec, resp := r.send(ctx, level, levelStart, req, inTok)
+	var answer strings.Builder
+	for _, c := range resp.Chunks {
+		answer.WriteString(c.Text)
+	}
+	return rec, answer.String()
+}
+
+// send runs a request (with its retries) and records it.
+func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) (metrics.Record, *api.Response) {
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
@@ -241,11 +251,7 @@ func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, r
 		rec.RetryErrors = retryErrors
 		rec.RetryWaitMs = ms(resp.Start.Sub(first))
 	}
-	var answer strings.Builder
-	for _, c := range resp.Chunks {
-		answer.WriteString(c.Text)
-	}
-	return rec, answer.String()
+	return rec, resp
 }
 
 // chain runs one agent chain: Steps dependent calls, each carrying the

@@ -52,6 +52,8 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	n := len(resp.Chunks)
 	rec.ChunkMs = make([]float64, n)
 	estimate := make([]int, n)
+	// The whole text is only needed when the server sent no usage.
+	usage := resp.Usage != nil && resp.Usage.CompletionTokens > 0
 	var text, reasoning strings.Builder
 	visible := -1
 	for i, c := range resp.Chunks {
@@ -61,9 +63,16 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 			runtime.Gosched()
 		}
 		rec.ChunkMs[i] = ms(c.At.Sub(resp.Start))
-		estimate[i] = tok.Count(c.Text) + tok.Count(c.Reasoning)
-		text.WriteString(c.Text)
-		reasoning.WriteString(c.Reasoning)
+		if c.Text != "" {
+			estimate[i] = tok.Count(c.Text)
+			if !usage {
+				text.WriteString(c.Text)
+			}
+		}
+		if c.Reasoning != "" {
+			estimate[i] += tok.Count(c.Reasoning)
+			reasoning.WriteString(c.Reasoning)
+		}
 		if visible < 0 && c.Text != "" {
 			visible = i
 		}
@@ -77,7 +86,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	if reasoning.Len() > 0 {
 		reasoningCount = tok.Count(reasoning.String())
 	}
-	if u := resp.Usage; u != nil && u.CompletionTokens > 0 {
+	if u := resp.Usage; usage {
 		rec.TokenSource = metrics.SourceUsage
 		rec.OutputTokens = u.CompletionTokens
 		rec.ReasoningTokens = u.ReasoningTokens

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+)
+
+// benchBody is a complete chat completion stream of n token chunks as vLLM
+// sends it: role chunk, content chunks, finish chunk, usage chunk, [DONE].
+func benchBody(n int) []byte {
+	var b bytes.Buffer
+	const head = `data: {"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1700000000,"model":"llama-3.1-8b","choices":[{"index":0,`
+	b.WriteString(head + `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	words := []string{" the", " time", " water", " people", " world", " house", " light", " music"}
+	for i := range n {
+		fmt.Fprintf(&b, head+`"delta":{"content":%q},"logprobs":null,"finish_reason":null}]}`+"\n\n", words[i%len(words)])
+	}
+	b.WriteString(head + `"delta":{},"logprobs":null,"finish_reason":"length"}]}` + "\n\n")
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1700000000,"model":"llama-3.1-8b","choices":[],"usage":{"prompt_tokens":12,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", n+12, n)
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
+
+// perToken reports ns/token and allocs/token of a benchmark whose every op
+// handles tokens tokens. Call before the loop; call the result after it.
+func perToken(b *testing.B, tokens int) func() {
+	b.ReportAllocs()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	return func() {
+		var m1 runtime.MemStats
+		runtime.ReadMemStats(&m1)
+		n := float64(b.N) * float64(tokens)
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/token")
+		b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/token")
+		b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/token")
+	}
+}
+
+// BenchmarkOpenAIDecode decodes a 256-token chat stream (SSE framing and
+// JSON per chunk) from memory.
+//
+//	go test -run '^$' -bench 'OpenAIDecode|Do' -benchmem ./api
+func BenchmarkOpenAIDecode(b *testing.B) {
+	const tokens = 256
+	body := benchBody(tokens)
+	done := perToken(b, tokens)
+	for b.Loop() {
+		var resp Response
+		OpenAI{Chat: true}.Decode(bytes.NewReader(body), &resp)
+		if resp.Failed() || len(resp.Chunks) != tokens {
+			b.Fatalf("decode: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+		}
+	}
+	done()
+}
+
+// BenchmarkDo runs whole requests (build, send, stream 256 tokens, decode)
+// against a loopback server that writes a prepared body at once, so the
+// time is the client's plus loopback HTTP.
+func BenchmarkDo(b *testing.B) {
+	const tokens = 256
+	body := benchBody(tokens)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
+	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: tokens}
+	done := perToken(b, tokens)
+	for b.Loop() {
+		resp := c.Do(context.Background(), req)
+		if resp.Failed() || len(resp.Chunks) != tokens {
+			b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+		}
+	}
+	done()
+}
