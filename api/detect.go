@@ -33,6 +33,11 @@ type Detection struct {
 	Tried []string `json:"tried"`
 }
 
+// simEngine is how tokbench's simulator names itself (owned_by, build_info,
+// version). It answers llama.cpp's /props and TGI's /info too, but is an
+// OpenAI-compatible server first: probing goes on to /v1/models.
+const simEngine = "tokbench-sim"
+
 // ErrNotDetected is returned (wrapped) when no known API answered.
 var ErrNotDetected = errors.New("no known API answered")
 
@@ -79,7 +84,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		BuildInfo  string `json:"build_info"`
 		TotalSlots int    `json:"total_slots"`
 	}
-	if p.get(ctx, "/props", &props) && props.DefaultGenerationSettings != nil {
+	if p.get(ctx, "/props", &props) && props.DefaultGenerationSettings != nil && props.BuildInfo != simEngine {
 		d.API, d.Engine, d.Version = "llamacpp", "llama.cpp", props.BuildInfo
 		d.MaxContext = props.DefaultGenerationSettings.NCtx
 		setFact(d.Facts, "model_path", props.ModelPath)
@@ -95,7 +100,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		ModelDtype     string `json:"model_dtype"`
 		Router         string `json:"router"`
 	}
-	if p.get(ctx, "/info", &info) && info.ModelID != "" {
+	if p.get(ctx, "/info", &info) && info.ModelID != "" && info.Version != simEngine {
 		d.API, d.Engine, d.Version = "tgi", "tgi", info.Version
 		d.Models = []string{info.ModelID}
 		d.MaxContext = info.MaxTotalTokens

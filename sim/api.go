@@ -44,6 +44,13 @@ type completionRequest struct {
 	Options *struct {
 		NumPredict *int `json:"num_predict"`
 	} `json:"options"`
+	// NPredict is llama.cpp's max_tokens (-1: the server's default).
+	NPredict *int `json:"n_predict"`
+	// Inputs and Parameters.MaxNewTokens are TGI's prompt and max_tokens.
+	Inputs     json.RawMessage `json:"inputs"`
+	Parameters *struct {
+		MaxNewTokens *int `json:"max_new_tokens"`
+	} `json:"parameters"`
 }
 
 type chatMessage struct {
@@ -147,6 +154,9 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 		}
 		return nil, Request{}, badRequest("request body is not valid JSON: %v", err)
 	}
+	if len(req.Prompt) == 0 {
+		req.Prompt = req.Inputs
+	}
 	if req.N != nil && *req.N != 1 {
 		return nil, Request{}, badRequest("n: the simulator serves n=1 only")
 	}
@@ -162,6 +172,10 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 		maxTokens = *req.MaxTokens
 	case req.Options != nil && req.Options.NumPredict != nil:
 		maxTokens = *req.Options.NumPredict
+	case req.NPredict != nil && *req.NPredict != -1:
+		maxTokens = *req.NPredict
+	case req.Parameters != nil && req.Parameters.MaxNewTokens != nil:
+		maxTokens = *req.Parameters.MaxNewTokens
 	}
 	if maxTokens < 1 {
 		return nil, Request{}, badRequest("max_tokens: must be at least 1, got %d", maxTokens)
@@ -185,7 +199,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 		"object": "list",
 		"data": []map[string]any{{
 			"id": s.cfg.ServedModel, "object": "model", "created": s.created,
-			"owned_by": "tokbench-sim", "max_model_len": min(s.cfg.MaxModelLen, s.kvCap),
+			"owned_by": EngineName, "max_model_len": min(s.cfg.MaxModelLen, s.kvCap),
 		}},
 	})
 }
@@ -216,7 +230,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool, p prot
 	st := newStream(er)
 	out := newEncoder(s, chat, er.ID, req)
 	out.proto, out.prompt, out.start = p, er.PromptTokens, time.Now()
-	if req.Stream || p == protoOllamaChat || p == protoOllamaGenerate {
+	if req.Stream || p.alwaysStreams() {
 		s.stream(w, r, st, out)
 	} else {
 		s.submit(st)
@@ -345,9 +359,12 @@ func (s *Server) write(j job) {
 	}
 	buf := k.buf[:0]
 	last := j.end
-	if j.end {
+	if j.end && k.enc.proto == protoTGI {
+		buf = append(buf, tgiShutdownEvent...)
+	} else if j.end {
 		buf = append(buf, shutdownEvent...)
 	} else if k.enc.proto != protoOpenAI {
+		k.enc.arrival = j.st.req.Arrival
 		buf = k.enc.nativeChunk(buf, j.c, &k.generated)
 		last = j.c.finish != FinishNone
 	} else {
@@ -421,13 +438,18 @@ type encoder struct {
 	includeUsage bool
 	// proto, prompt and start serve the native protocols (native.go);
 	// firstAt is when the first token was written.
-	proto        proto
-	prompt       int
-	start        time.Time
-	firstAt      time.Time
-	head         []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
-	idStr, model string
-	created      int64
+	proto   proto
+	prompt  int
+	start   time.Time
+	firstAt time.Time
+	// arrival and firstEng are engine times (since the server's base) of
+	// the request's arrival and first token; text is what a TGI stream
+	// wrote so far, for its generated_text.
+	arrival, firstEng time.Duration
+	text              []byte
+	head              []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+	idStr, model      string
+	created           int64
 }
 
 func newEncoder(s *Server, chat bool, id uint64, req *completionRequest) *encoder {

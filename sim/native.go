@@ -16,7 +16,15 @@ const (
 	protoAnthropic
 	protoOllamaChat
 	protoOllamaGenerate
+	protoLlamaCpp // llama.cpp /completion (nativetoken.go)
+	protoTGI      // TGI /generate_stream (nativetoken.go)
 )
+
+// alwaysStreams reports whether the protocol streams whatever the
+// request's "stream" field says.
+func (p proto) alwaysStreams() bool {
+	return p == protoOllamaChat || p == protoOllamaGenerate || p == protoLlamaCpp || p == protoTGI
+}
 
 // nativeRoutes adds the Anthropic Messages API (POST /v1/messages, SSE) and
 // Ollama's native API (POST /api/chat and /api/generate, NDJSON, always
@@ -36,6 +44,7 @@ func (s *Server) nativeRoutes(mux *http.ServeMux) {
 			"details": map[string]any{"family": s.cfg.Model, "quantization_level": s.cfg.Quant},
 		}}})
 	})
+	s.tokenRoutes(mux)
 }
 
 // nativeStart is what a native stream writes before its first token:
@@ -55,6 +64,9 @@ func (e *encoder) nativeChunk(buf []byte, c chunk, generated *int) []byte {
 	now := time.Now()
 	if e.firstAt.IsZero() {
 		e.firstAt = now
+	}
+	if e.proto == protoLlamaCpp || e.proto == protoTGI {
+		return e.tokenChunkNative(buf, c, generated)
 	}
 	*generated += c.tokens
 	switch e.proto {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tokbench/tokbench/metrics"
@@ -10,10 +11,10 @@ import (
 
 // TestBenchEmbeddedEveryProtocol runs bench against the embedded simulator
 // in each protocol it speaks: every request completes with the exact output
-// length asked for (from the protocol's usage), and Ollama carries the
-// simulator's own timing beside the client's.
+// length asked for (from the protocol's usage), and Ollama and llama.cpp
+// carry the simulator's own timing beside the client's.
 func TestBenchEmbeddedEveryProtocol(t *testing.T) {
-	for _, name := range []string{"openai-chat", "openai-completions", "anthropic", "ollama", "ollama-generate"} {
+	for _, name := range []string{"openai-chat", "openai-completions", "anthropic", "ollama", "ollama-generate", "llamacpp", "tgi"} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(context.Background(), map[string]string{"ANTHROPIC_API_KEY": "sk-ant-sim-123456"},
 				"bench", "--api", name, "--concurrency", "2", "--requests", "4", "--warmup", "0",
@@ -29,8 +30,11 @@ func TestBenchEmbeddedEveryProtocol(t *testing.T) {
 			if s.Target.API == "" || lv.Requests.Completed != 4 || lv.OutputTokens != 64 || lv.TokenSource != metrics.SourceUsage || lv.DecodeTPS.Count != 4 {
 				t.Fatalf("api %s: %+v, %d tokens (%s), decode count %d", s.Target.API, lv.Requests, lv.OutputTokens, lv.TokenSource, lv.DecodeTPS.Count)
 			}
-			if (lv.ClientMinusServer != nil) != (name == "ollama" || name == "ollama-generate") {
+			if (lv.ClientMinusServer != nil) != (name == "ollama" || name == "ollama-generate" || name == "llamacpp") {
 				t.Errorf("client_minus_server = %+v", lv.ClientMinusServer)
+			}
+			if name == "llamacpp" && (lv.ServerPrefillMs == nil || lv.ServerPrefillMs.Count != 4 || lv.ServerPrefillMs.Min <= 0) {
+				t.Errorf("llama.cpp server prefill %+v, want 4 positive values", lv.ServerPrefillMs)
 			}
 			if g := lv.ClientMinusServer; g != nil {
 				// The client reads what the server wrote a moment later: its
@@ -40,5 +44,23 @@ func TestBenchEmbeddedEveryProtocol(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --api auto against the embedded simulator: it answers llama.cpp's /props
+// and TGI's /info too, but names itself there, and is spoken to as the
+// OpenAI-compatible server it is first.
+func TestBenchEmbeddedAPIAuto(t *testing.T) {
+	code, stdout, stderr := runCLI(context.Background(), nil,
+		"bench", "--api", "auto", "--concurrency", "1", "--requests", "2", "--warmup", "0", "--output-tokens", "8", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if !strings.Contains(stderr, "speaks openai-chat (tokbench-sim)") || s.Target.API != "openai-chat" || s.Levels[0].OutputTokens != 16 {
+		t.Errorf("api %s, %d tokens; stderr %q", s.Target.API, s.Levels[0].OutputTokens, stderr)
 	}
 }
