@@ -29,12 +29,16 @@ func TestConnectionReused(t *testing.T) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
-	for range 5 {
+	const requests = 20
+	for range requests {
 		if r := c.Do(context.Background(), req1); r.Failed() {
 			t.Fatalf("class %q (%s)", r.ErrorClass, r.Error)
 		}
 	}
-	if n := conns.Load(); n != 1 {
-		t.Errorf("5 sequential requests opened %d connections, want 1", n)
+	// The transport returns a drained connection to its pool from another
+	// goroutine, so a request may now and then dial before it is back; a
+	// client that never reuses would open one per request.
+	if n := conns.Load(); n > requests/2 {
+		t.Errorf("%d sequential requests opened %d connections, want them reused", requests, n)
 	}
 }
