@@ -99,6 +99,9 @@ type Level struct {
 	ServerPrefillMs   *Stats     `json:"server_prefill_ms,omitempty"`
 	ServerTTFTMs      *Stats     `json:"server_ttft_ms,omitempty"`
 	ClientMinusServer *ServerGap `json:"client_minus_server,omitempty"`
+	// ServerMetrics are the means the server's own /metrics histograms
+	// moved by over the level (bench --server-metrics).
+	ServerMetrics *ServerMetrics `json:"server_metrics,omitempty"`
 	// ChainMs is the wall-clock of complete agent chains, first call's t0 to
 	// the last call's end, think time included.
 	ChainMs *Stats `json:"chain_ms,omitempty"`

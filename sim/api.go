@@ -331,6 +331,7 @@ type sink struct {
 	enc       *encoder
 	buf       []byte
 	generated int
+	lat       latencyTrack
 	deadline  time.Time     // the connection's write deadline
 	gone      bool          // finished, failed or abandoned: write nothing more
 	done      chan struct{} // closed when gone is set
@@ -359,6 +360,9 @@ func (s *Server) write(j job) {
 	}
 	buf := k.buf[:0]
 	last := j.end
+	if !j.end {
+		k.lat.add(s.met.lat, j.st.req.Arrival, j.c)
+	}
 	if j.end && k.enc.proto == protoTGI {
 		buf = append(buf, tgiShutdownEvent...)
 	} else if j.end {
@@ -408,12 +412,14 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, st *stream, enc
 	var chunks []chunk
 	text := make([]byte, 0, 8*st.req.MaxTokens)
 	generated := 0
+	var lat latencyTrack
 	for {
 		if !s.wait(r, st) {
 			return
 		}
 		chunks, closed := s.take(st, chunks)
 		for _, c := range chunks {
+			lat.add(s.met.lat, st.req.Arrival, c)
 			text = appendWords(text, s.cfg.Engine.Seed, st.req.ID, c.first, c.tokens)
 			generated += c.tokens
 			if c.finish != FinishNone {

@@ -568,6 +568,7 @@ type serverMetrics struct {
 	cancelledReq        prometheus.Counter
 	success             *prometheus.CounterVec
 	kvCap               float64
+	lat                 *latencyMetrics // latency.go
 }
 
 func newServerMetrics(kvCap int) *serverMetrics {
@@ -596,6 +597,7 @@ func newServerMetrics(kvCap int) *serverMetrics {
 		Name: "vllm:request_success_total", Help: "Finished requests by finish reason.",
 	}, []string{"finished_reason"})
 	m.reg.MustRegister(m.success)
+	m.lat = newLatencyMetrics(m.reg)
 	return m
 }
 
