@@ -84,3 +84,20 @@ func BenchmarkDo(b *testing.B) {
 	}
 	done()
 }
+
+// BenchmarkOpenAIDecodeMegabyteChunk decodes a stream whose one content
+// chunk is a 1 MiB line: the scanner's pass over it should run at memory
+// speed, like short chunks.
+func BenchmarkOpenAIDecodeMegabyteChunk(b *testing.B) {
+	big := bytes.Repeat([]byte("x"), 1<<20)
+	body := []byte(`data: {"choices":[{"delta":{"content":"` + string(big) + `"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		var resp Response
+		OpenAI{Chat: true}.Decode(bytes.NewReader(body), &resp)
+		if resp.Failed() || len(resp.Chunks) != 1 || len(resp.Chunks[0].Text) != len(big) {
+			b.Fatalf("decode: %s %s", resp.ErrorClass, resp.Error)
+		}
+	}
+}

@@ -131,6 +131,9 @@ func (d *Decoder) line() ([]byte, bool, error) {
 				return nil, false, nil
 			}
 		}
+		if scanHook != nil {
+			scanHook(d.buf[scanFrom:d.end])
+		}
 		if i := indexEOL(d.buf[scanFrom:d.end]); i >= 0 {
 			i += scanFrom
 			line := d.buf[d.start:i]
@@ -156,6 +159,9 @@ func (d *Decoder) line() ([]byte, bool, error) {
 		scanFrom += d.start
 	}
 }
+
+// scanHook, when set (by tests), sees every slice searched for a line end.
+var scanHook func([]byte)
 
 // indexEOL finds the first LF or CR with two vectorized scans instead of a
 // byte loop: lines are long (a JSON chunk is ~200 bytes) and CR is rare.
