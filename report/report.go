@@ -108,6 +108,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 		if n := serverNote(lv); n != "" {
 			notes = append(notes, n)
 		}
+		if n := serverMetricsNote(lv); n != "" {
+			notes = append(notes, n)
+		}
 	}
 	for _, lv := range s.Levels {
 		if lv.Requests.Failed > 0 {
@@ -174,4 +177,36 @@ func abs(v float64) float64 {
 		return -v
 	}
 	return v
+}
+
+// serverMetricsNote is the line for the server's own /metrics means.
+func serverMetricsNote(lv metrics.Level) string {
+	sm := lv.ServerMetrics
+	if sm == nil {
+		return ""
+	}
+	var server, gap []string
+	for _, m := range []struct {
+		name string
+		v    float64
+	}{{"TTFT", sm.TTFTMsMean}, {"TPOT", sm.TPOTMsMean}, {"E2E", sm.E2EMsMean}} {
+		if m.v > 0 {
+			server = append(server, fmt.Sprintf("%s %.4g ms", m.name, m.v))
+		}
+	}
+	if g := sm.ClientMinus; g != nil {
+		for _, m := range []struct {
+			name string
+			v    float64
+		}{{"TTFT", g.TTFTMs}, {"TPOT", g.TPOTMs}, {"E2E", g.E2EMs}} {
+			if m.v != 0 {
+				gap = append(gap, fmt.Sprintf("%s %+.4g ms", m.name, m.v))
+			}
+		}
+	}
+	line := fmt.Sprintf("%s: server /metrics mean %s over %d requests", lv.Load, strings.Join(server, ", "), sm.Requests)
+	if len(gap) > 0 {
+		line += "; client − server mean: " + strings.Join(gap, ", ")
+	}
+	return line
 }

@@ -361,7 +361,7 @@ func (s *Server) write(j job) {
 	buf := k.buf[:0]
 	last := j.end
 	if !j.end {
-		k.lat.add(s.met.lat, j.st.req.Arrival, j.c)
+		k.lat.add(s.met.lat, s.arrival(k.enc, j.st), j.c)
 	}
 	if j.end && k.enc.proto == protoTGI {
 		buf = append(buf, tgiShutdownEvent...)
@@ -419,7 +419,7 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, st *stream, enc
 		}
 		chunks, closed := s.take(st, chunks)
 		for _, c := range chunks {
-			lat.add(s.met.lat, st.req.Arrival, c)
+			lat.add(s.met.lat, s.arrival(enc, st), c)
 			text = appendWords(text, s.cfg.Engine.Seed, st.req.ID, c.first, c.tokens)
 			generated += c.tokens
 			if c.finish != FinishNone {

@@ -9,7 +9,8 @@ import (
 // latencyMetrics are vLLM's request latency histograms, under vLLM's names
 // and in seconds, observed from the engine's schedule when a request
 // finishes (before its last bytes are written, so a scrape right after a
-// client's last request sees it): TTFT from arrival to the first token,
+// client's last request sees it): TTFT from arrival (see Server.arrival) to
+// the first token,
 // E2E from arrival to the last, decode time from the first token to the
 // last, the request's own TPOT ((last − first) / (tokens − 1)), and
 // inter-token latency per token (a step's gap divided among its tokens).
@@ -53,6 +54,14 @@ func (m *latencyMetrics) finished(arrival, first, last time.Duration, tokens int
 	if tokens > 1 {
 		m.tpot.Observe((last - first).Seconds() / float64(tokens-1))
 	}
+}
+
+// arrival is when a request reached the server, in engine time: when its
+// handler started, as vLLM stamps arrival in its frontend, so TTFT and E2E
+// include the wait for the next step boundary (the engine takes new
+// requests between steps). An engine running late says it arrived earlier.
+func (s *Server) arrival(e *encoder, st *stream) time.Duration {
+	return min(e.start.Sub(s.base), st.req.Arrival)
 }
 
 // latencyTrack follows one request's chunks for latencyMetrics.

@@ -45,6 +45,7 @@ type benchFlags struct {
 	gpus                  int
 	paramsB               float64
 	engine, label         string
+	serverMetrics         bool
 	lf                    loadFlags
 	wl                    workloadFlags
 	nf                    netFlags
@@ -94,6 +95,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.Float64Var(&f.paramsB, "params", 0, "billions of parameters of a dense model not in the catalog (for the ceiling and MBU)")
 	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
 	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
+	fl.BoolVar(&f.serverMetrics, "server-metrics", false, "scrape the server's /metrics (vLLM's latency histograms) around each level and record its mean TTFT, TPOT and E2E beside the client's (on when --api auto finds vLLM or the simulator)")
 	f.lf.register(fl)
 	f.nf.register(fl)
 	return cmd
@@ -274,6 +276,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
 	}
+	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == "tokbench-sim") {
+		f.serverMetrics = true
+	}
 	if f.model == "" {
 		m, err := firstModel(ctx, httpClient, baseURL, plan.header)
 		if err != nil {
@@ -311,6 +316,10 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	summary := metrics.Summary{Schema: metrics.Schema, Target: target, Warnings: plan.notes}
 	f.wl.connect(baseURL, f.model, httpClient, plan.header)
 	template := load.Level{Requests: f.requests, Duration: f.duration, Warmup: f.warmup}
+	var scrape *serverScrape
+	if f.serverMetrics {
+		scrape = &serverScrape{client: httpClient, base: baseURL, header: plan.header, warn: &summary.Warnings, delta: api.MetricsSnapshot{}}
+	}
 	runOnce := func(ctx context.Context, i int, lv load.Level) (load.Result, error) {
 		src, err := f.wl.source(ctx, f, plan, i, lv)
 		if err != nil {
@@ -318,11 +327,21 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 		stop := startProgress(env, runner, lv)
 		defer stop()
-		return runner.RunLevel(ctx, i, lv, src)
+		if scrape == nil {
+			return runner.RunLevel(ctx, i, lv, src)
+		}
+		return scrape.around(ctx, lv, func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) },
+			func(w load.Level) {
+				(&load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout}).RunLevel(ctx, i, w, src)
+			})
 	}
-	var annotate func(*metrics.Level)
-	if plan.physics != nil {
-		annotate = func(lv *metrics.Level) { plan.physics.annotate(lv, f.wl.contextTokens(f, lv)) }
+	annotate := func(lv *metrics.Level) {
+		if plan.physics != nil {
+			plan.physics.annotate(lv, f.wl.contextTokens(f, lv))
+		}
+		if scrape != nil {
+			scrape.annotate(lv)
+		}
 	}
 	summary.Levels, summary.Interrupted, err = f.lf.runLevels(ctx, plan.levels, template, runOnce, annotate)
 	if err != nil {
@@ -365,6 +384,48 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		return &exitError{code: ExitFailure, err: errors.New("no request completed (see the error classes above)")}
 	}
 	return nil
+}
+
+// serverScrape scrapes the server's /metrics before and after each run of a
+// level (--server-metrics) and adds up the histogram deltas over the
+// level's repeats. The level's warm-up runs first, unrecorded, so the
+// deltas hold the measured requests only.
+type serverScrape struct {
+	client *http.Client
+	base   string
+	header http.Header
+	delta  api.MetricsSnapshot
+	warn   *[]string // the summary's warnings: a failed scrape is said once
+	failed bool
+}
+
+func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error), warmup func(load.Level)) (load.Result, error) {
+	if lv.Warmup > 0 {
+		w := lv
+		w.Load, w.Requests, w.Duration, w.Warmup = metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, lv.Warmup, 0, 0
+		warmup(w)
+		lv.Warmup = 0
+	}
+	before, err := api.ScrapeMetrics(ctx, s.client, s.base, s.header)
+	res, runErr := run(lv)
+	if err == nil {
+		var after api.MetricsSnapshot
+		if after, err = api.ScrapeMetrics(context.WithoutCancel(ctx), s.client, s.base, s.header); err == nil {
+			s.delta.Add(after.Sub(before))
+		}
+	}
+	if err != nil && !s.failed {
+		s.failed = true
+		*s.warn = append(*s.warn, "--server-metrics: "+err.Error())
+	}
+	return res, runErr
+}
+
+func (s *serverScrape) annotate(lv *metrics.Level) {
+	if sm, ok := s.delta.ServerMetrics(); ok {
+		lv.SetServerMetrics(sm)
+	}
+	s.delta = api.MetricsSnapshot{}
 }
 
 func newTransport() *http.Transport {
