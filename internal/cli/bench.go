@@ -114,6 +114,8 @@ type benchPlan struct {
 	apiKey, keyHeader string
 	// detected is what probing the server found (--api auto, native APIs).
 	detected *api.Detection
+	// maxModelLen is vLLM's max_model_len from the model list bench read.
+	maxModelLen int
 }
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
@@ -280,7 +282,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		f.serverMetrics = true
 	}
 	if f.model == "" {
-		m, err := firstModel(ctx, httpClient, baseURL, plan.header)
+		m, maxLen, err := firstModel(ctx, httpClient, baseURL, plan.header)
+		plan.maxModelLen = maxLen
 		if err != nil {
 			return usagef("--model: not given, and the server did not list one: %s", scrub(err.Error(), plan.secrets))
 		}
@@ -303,7 +306,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 		if err := w.WriteRun(results.Run{
 			Tool: "tokbench", Version: Version, StartedAt: time.Now().UTC(),
-			Target: target, Meta: plan.withFacts(f.meta()), Config: plan.withDetection(f.config(plan)),
+			Target: target, Meta: plan.withModelLen(plan.withFacts(f.meta())), Config: plan.withDetection(f.config(plan)),
 		}); err != nil {
 			return usagef("--out: %v", err)
 		}
@@ -437,40 +440,55 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// firstModel asks an OpenAI-style server for its model list.
-func firstModel(ctx context.Context, c *http.Client, base string, h http.Header) (string, error) {
+// withModelLen records the max_model_len of the model list in run.json meta
+// as server_max_context and model_context_length, unless detection did.
+func (p *benchPlan) withModelLen(m map[string]string) map[string]string {
+	if p.maxModelLen > 0 {
+		for _, k := range []string{"server_max_context", "model_context_length"} {
+			if _, ok := m[k]; !ok {
+				m[k] = fmt.Sprint(p.maxModelLen)
+			}
+		}
+	}
+	return m
+}
+
+// firstModel asks an OpenAI-style server for its model list: the first
+// model's id and, where the server says (vLLM), its max_model_len.
+func firstModel(ctx context.Context, c *http.Client, base string, h http.Header) (string, int, error) {
 	endpoint, err := (api.OpenAI{Chat: true}).Endpoint(base)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	endpoint = strings.TrimSuffix(endpoint, "/chat/completions") + "/models"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	for k, vs := range h {
 		req.Header[k] = vs
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
+		return "", 0, fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
 	}
 	var list struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID          string `json:"id"`
+			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
+		return "", 0, fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
 	}
-	return list.Data[0].ID, nil
+	return list.Data[0].ID, list.Data[0].MaxModelLen, nil
 }
 
 func (f *benchFlags) meta() map[string]string {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
 )
 
 // TestBenchEmbeddedEveryProtocol runs bench against the embedded simulator
@@ -107,5 +110,41 @@ func TestBenchServerMetrics(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "c=2: server /metrics mean TTFT ") || !strings.Contains(stdout, "over 6 requests; client − server mean: TTFT +") {
 		t.Errorf("table lacks the server /metrics line:\n%s", stdout)
+	}
+}
+
+// Without --model bench reads the model list; vLLM's max_model_len goes to
+// run.json meta whatever --api says.
+func TestBenchRecordsMaxModelLen(t *testing.T) {
+	chat, err := os.ReadFile("../../api/testdata/llamacpp-openai-chat-usage.sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"object":"list","data":[{"id":"org/m-8b","object":"model","owned_by":"vllm","max_model_len":12288}]}`))
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(chat)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(context.Background(), nil,
+		"bench", "--url", srv.URL+"/v1", "--concurrency", "1", "--requests", "1", "--warmup", "0", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run results.Run
+	if err := json.Unmarshal(raw, &run); err != nil {
+		t.Fatal(err)
+	}
+	if run.Target.Model != "org/m-8b" || run.Meta["server_max_context"] != "12288" || run.Meta["model_context_length"] != "12288" {
+		t.Errorf("run.json model %q, meta %v, want server_max_context and model_context_length 12288", run.Target.Model, run.Meta)
 	}
 }
