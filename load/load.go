@@ -130,15 +130,20 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		mu.Unlock()
 	}
 	var wall time.Duration
+	mon := startMonitor()
 	if lv.Load.Mode == "rate" {
 		var err error
 		if wall, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
+			mon.finish()
 			return Result{}, err
 		}
 	} else {
 		wall = r.closedLoop(ctx, idx, lv, src, keep)
 	}
+	health, healthWarnings := mon.finish()
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
+	res.Level.Client = health
+	res.Level.Warnings = append(res.Level.Warnings, healthWarnings...)
 	if r.abort.Load() {
 		res.Level.Aborted = fmt.Sprintf("aborted: error rate %.0f%% passed --max-error-rate %.0f%% after %d requests",
 			100*res.Level.ErrorRate, 100*r.MaxErrorRate, res.Level.Requests.Sent)
@@ -367,19 +372,19 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	var lastEnd atomic.Int64
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	pt := newPreciseTimer()
+	defer pt.close()
 sending:
 	for i, off := range offsets {
 		if r.abort.Load() {
 			break
 		}
 		due := start.Add(off + lv.Phase)
-		if d := time.Until(due); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-ctx.Done():
-				break sending
-			case <-timer.C:
-			}
+		// The request is built before its instant, and the wait ends with a
+		// precise sleep: Go's timers alone wake up to 1 ms late.
+		req, inTok := src.Request(i)
+		if !sleepUntil(ctx.Done(), timer, pt, due) {
+			break sending
 		}
 		if slots != nil {
 			select {
@@ -391,7 +396,6 @@ sending:
 		if ctx.Err() != nil {
 			break
 		}
-		req, inTok := src.Request(i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

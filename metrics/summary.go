@@ -117,7 +117,10 @@ type Level struct {
 	SLO       *SLOResult `json:"slo,omitempty"`
 	Repeats   *Repeats   `json:"repeats,omitempty"`
 	Cost      *Cost      `json:"cost,omitempty"`
-	Warnings  []string   `json:"warnings,omitempty"`
+	// Client is the client's self-check during the level (CPU, GC pauses,
+	// scheduling lag); a warning says when it may have distorted the level.
+	Client   *ClientHealth `json:"client,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
 }
 
 // Physics relates a level's decode speed to what the hardware allows; set

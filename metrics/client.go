@@ -1,0 +1,23 @@
+package metrics
+
+// ClientHealth is what the client saw of itself while a level ran: whether
+// tokbench, not the server, may have shaped the level's timings.
+//
+// TickLag is the lateness of a ticker goroutine that asks to wake every
+// 5 ms (a precise sleep, so Go's millisecond timer granularity is not in
+// it): it includes the kernel scheduling the process and Go scheduling the
+// goroutine, the same delays a chunk's arrival stamp would suffer.
+// CPUUtilization is the process's CPU time (user + system) over the level's
+// wall time × GOMAXPROCS. GC pauses are stop-the-world pauses of the
+// garbage collector during the level.
+type ClientHealth struct {
+	CPUUtilization float64 `json:"cpu_utilization"`
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	GOMAXPROCS     int     `json:"gomaxprocs"`
+	GCPauses       int     `json:"gc_pauses"`
+	GCPauseMaxMs   float64 `json:"gc_pause_max_ms"`
+	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
+	TickLagP50Ms   float64 `json:"tick_lag_p50_ms"`
+	TickLagP99Ms   float64 `json:"tick_lag_p99_ms"`
+	TickLagMaxMs   float64 `json:"tick_lag_max_ms"`
+}
