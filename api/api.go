@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -130,7 +131,8 @@ type Client struct {
 // failures are classified in the Response.
 func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 	resp := &Response{}
-	hreq, err := cl.Adapter.NewHTTPRequest(ctx, cl.BaseURL, req)
+	var conn net.Conn // the connection the request got, for receive stamps
+	hreq, err := cl.Adapter.NewHTTPRequest(traceConn(ctx, &conn), cl.BaseURL, req)
 	if err != nil {
 		resp.Start = time.Now()
 		resp.Done = resp.Start
@@ -160,6 +162,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
+	sr.clock = arrivalClock(conn, resp.Start)
 	defer sr.stop()
 	cl.Adapter.Decode(sr, resp)
 	if resp.Done.IsZero() {

@@ -74,7 +74,13 @@ type stallReader struct {
 	timer   *time.Timer
 	fired   atomic.Bool
 	tailed  bool
+	// clock stamps arrivals with the kernel's receive instant when the
+	// connection keeps one (see ReceiveTimestampDialer); nil: time.Now.
+	clock func() time.Time
 }
+
+// ArrivalClock is how sse decoders reading this body stamp arrivals.
+func (s *stallReader) ArrivalClock() func() time.Time { return s.clock }
 
 func newStallReader(r io.ReadCloser, timeout time.Duration) *stallReader {
 	s := &stallReader{r: r, timeout: timeout}

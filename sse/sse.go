@@ -55,8 +55,18 @@ const initialBuffer = 4 << 10
 
 // NewDecoder returns a decoder reading from r with a 4 KiB initial buffer
 // that grows as lines require.
+//
+// When r has a method ArrivalClock() func() time.Time returning non-nil
+// (api's body of a connection that keeps kernel receive stamps), that
+// function stamps reads instead of time.Now.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: r, now: time.Now, buf: make([]byte, initialBuffer)}
+	d := &Decoder{r: r, now: time.Now, buf: make([]byte, initialBuffer)}
+	if c, ok := r.(interface{ ArrivalClock() func() time.Time }); ok {
+		if f := c.ArrivalClock(); f != nil {
+			d.now = f
+		}
+	}
+	return d
 }
 
 // SetClock replaces time.Now, for tests.

@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -82,6 +83,7 @@ func run(args []string, stdout io.Writer) error {
 	server := fs.String("server", "", "fakeserver binary (default: go build ./bench/fakeserver)")
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
+	rxStamp := fs.Bool("rxstamp", false, "dial with api.ReceiveTimestampDialer: stamp chunks with the kernel's receive instant")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,8 +116,8 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok}
-	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process)\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), srv.addr)
+	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp}
+	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process), kernel receive stamps %v\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), srv.addr, *rxStamp)
 	var results []Result
 	emit := func(r Result, err error) error {
 		if err != nil {
@@ -188,8 +190,9 @@ func printResult(w io.Writer, r Result) {
 }
 
 type harness struct {
-	base string
-	tok  tokenize.Tokenizer
+	base    string
+	tok     tokenize.Tokenizer
+	rxStamp bool
 }
 
 // source sends the same short prompt with the server's pacing in the body.
@@ -253,6 +256,9 @@ func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 10000
 	tr.ResponseHeaderTimeout = 0
+	if h.rxStamp {
+		tr.DialContext = api.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	}
 	ad := &stampAdapter{OpenAI: api.OpenAI{Chat: true}, collect: collect}
 	r := &load.Runner{
 		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: ad, BaseURL: h.base},

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// ReceiveTimestampDialer returns a DialContext for http.Transport whose TCP
+// connections ask the kernel to timestamp received data (SO_TIMESTAMPING,
+// software receive stamps) and read with recvmsg(2) to keep the stamp of
+// the latest data read. A stream read through such a connection is stamped
+// with the instant its bytes reached the machine rather than the instant
+// the client got round to reading them, so a busy client (thousands of
+// streams, a GC pause, a slow core) does not add its own delay to TTFT and
+// inter-token gaps. Where the kernel refuses, the connection works as usual
+// and stamps fall back to the read instant.
+func ReceiveTimestampDialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			return c, nil
+		}
+		raw, err := tc.SyscallConn()
+		if err != nil {
+			return c, nil
+		}
+		var serr error
+		raw.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, soTimestamping, sofRxSoftware|sofSoftware)
+		})
+		if serr != nil {
+			return c, nil
+		}
+		return &rxConn{TCPConn: tc, raw: raw}, nil
+	}
+}
+
+const (
+	soTimestamping = 37 // SO_TIMESTAMPING (SCM_TIMESTAMPING): three timespecs, [0] the software stamp
+	sofRxSoftware  = 1 << 3
+	sofSoftware    = 1 << 4
+)
+
+type rxConn struct {
+	*net.TCPConn
+	raw  syscall.RawConn
+	last atomic.Int64
+	oob  [128]byte // only the reading goroutine uses it
+}
+
+func (c *rxConn) LastReceived() int64 { return c.last.Load() }
+
+func (c *rxConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n, oobn int
+	var rerr error
+	err := c.raw.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, c.oob[:], 0)
+		return rerr != syscall.EAGAIN
+	})
+	if err != nil {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	if rerr != nil {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: rerr}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	if ns := rxStamp(c.oob[:oobn]); ns > 0 {
+		c.last.Store(ns)
+	}
+	return n, nil
+}
+
+// rxStamp finds the software receive stamp in control messages.
+func rxStamp(oob []byte) int64 {
+	hdr := syscall.CmsgLen(0)
+	for len(oob) >= hdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == syscall.SOL_SOCKET && h.Type == soTimestamping && l >= hdr+3*int(unsafe.Sizeof(syscall.Timespec{})) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&oob[hdr]))
+			return ts.Nano()
+		}
+		oob = oob[min(syscall.CmsgSpace(l-hdr), len(oob)):]
+	}
+	return 0
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// TestReceiveStampIsArrivalNotRead: data that waits in the socket before it
+// is read is stamped with its arrival, not with the late read.
+func TestReceiveStampIsArrivalNotRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sent := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var b [1]byte
+		c.Read(b[:]) // the client asked (its socket is set up)
+		sent <- time.Now().UnixNano()
+		c.Write([]byte("hello"))
+		time.Sleep(time.Second)
+	}()
+	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rs, ok := c.(ReceiveStamper)
+	if !ok {
+		t.Skip("kernel refused SO_TIMESTAMPING")
+	}
+	c.Write([]byte("?"))
+	wrote := <-sent
+	time.Sleep(200 * time.Millisecond) // the client is busy; the bytes wait
+	buf := make([]byte, 16)
+	n, err := c.Read(buf)
+	read := time.Now().UnixNano()
+	if err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("Read = %q, %v", buf[:n], err)
+	}
+	got := rs.LastReceived()
+	if got < wrote || got > read-100*int64(time.Millisecond) {
+		t.Errorf("receive stamp %d: want between the write (%d) and well before the read (%d)", got, wrote, read)
+	}
+}
+
+// TestReceiveStampsThroughClient: a stream over a stamping connection
+// decodes as usual (keep-alive, EOF, every chunk) and its arrival instants
+// lie within the request.
+func TestReceiveStampsThroughClient(t *testing.T) {
+	body := benchBody(50)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body)
+		w.(http.Flusher).Flush()
+	}))
+	defer srv.Close()
+	tr := &http.Transport{DialContext: ReceiveTimestampDialer(nil)}
+	defer tr.CloseIdleConnections()
+	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+	for range 3 {
+		r := c.Do(context.Background(), req1)
+		if r.Failed() || len(r.Chunks) != 50 || r.Usage == nil {
+			t.Fatalf("class %q (%s), %d chunks", r.ErrorClass, r.Error, len(r.Chunks))
+		}
+		for i, ch := range r.Chunks {
+			if ch.At.Before(r.Start) || ch.At.After(r.Done) {
+				t.Fatalf("chunk %d at %v, outside the request %v..%v", i, ch.At, r.Start, r.Done)
+			}
+		}
+	}
+}

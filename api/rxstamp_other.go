@@ -1,0 +1,17 @@
+//go:build !linux
+
+package api
+
+import (
+	"context"
+	"net"
+)
+
+// ReceiveTimestampDialer is the plain dialer off Linux: streams are stamped
+// at the instant they are read.
+func ReceiveTimestampDialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	return d.DialContext
+}
