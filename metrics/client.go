@@ -9,7 +9,8 @@ package metrics
 // goroutine, the same delays a chunk's arrival stamp would suffer.
 // CPUUtilization is the process's CPU time (user + system) over the level's
 // wall time × GOMAXPROCS. GC pauses are stop-the-world pauses of the
-// garbage collector during the level.
+// garbage collector during the level, from the runtime's histogram:
+// GCPauseMaxMs is the upper bound of the bucket of the longest.
 type ClientHealth struct {
 	CPUUtilization float64 `json:"cpu_utilization"`
 	CPUSeconds     float64 `json:"cpu_seconds"`

@@ -128,6 +128,18 @@ func run(args []string, stdout io.Writer) error {
 		return nil
 	}
 	want := func(kind string) bool { return *only == "" || *only == kind }
+	// Idle and pacing first: the heavy scenarios leave a large heap and RSS
+	// behind that would blur them.
+	if want("idle") {
+		if err := emit(h.idle(1000)); err != nil {
+			return err
+		}
+	}
+	if want("pacing") {
+		if err := emit(h.pacing(500, 1500)); err != nil {
+			return err
+		}
+	}
 	if want("paced") {
 		for _, c := range streams {
 			if err := emit(h.paced(c)); err != nil {
@@ -140,16 +152,6 @@ func run(args []string, stdout io.Writer) error {
 			if err := emit(h.flat(c)); err != nil {
 				return err
 			}
-		}
-	}
-	if want("idle") {
-		if err := emit(h.idle(1000)); err != nil {
-			return err
-		}
-	}
-	if want("pacing") {
-		if err := emit(h.pacing(500, 1500)); err != nil {
-			return err
 		}
 	}
 	if *out != "" {
