@@ -6,7 +6,7 @@
 // CPU seconds per million tokens (getrusage), peak RSS, memory per idle
 // stream and open-loop pacing error. See bench/README.md.
 //
-//	go run ./bench/harness              # every scenario, about a minute
+//	go run ./bench/harness              # every scenario, about 30 s
 //	go run ./bench/harness -only paced -levels 1,100
 //
 // Every scenario is bounded (fixed request counts, a request timeout) and
