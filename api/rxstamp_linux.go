@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -80,9 +81,14 @@ func (c *rxConn) Read(p []byte) (int, error) {
 	if n == 0 {
 		return 0, io.EOF
 	}
-	if ns := rxStamp(c.oob[:oobn]); ns > 0 {
-		c.last.Store(ns)
+	// Data without a stamp (the kernel turns stamping on for the whole
+	// stack a moment after the first socket asks) is stamped as read, so
+	// an older stamp never stands for newer bytes.
+	ns := rxStamp(c.oob[:oobn])
+	if ns <= 0 {
+		ns = time.Now().UnixNano()
 	}
+	c.last.Store(ns)
 	return n, nil
 }
 

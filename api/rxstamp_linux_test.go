@@ -39,6 +39,9 @@ func TestReceiveStampIsArrivalNotRead(t *testing.T) {
 	if !ok {
 		t.Skip("kernel refused SO_TIMESTAMPING")
 	}
+	// The kernel turns receive stamping on a moment after the first socket
+	// asks (deferred work); give it that moment before the data is sent.
+	time.Sleep(100 * time.Millisecond)
 	c.Write([]byte("?"))
 	wrote := <-sent
 	time.Sleep(200 * time.Millisecond) // the client is busy; the bytes wait
