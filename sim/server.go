@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tokbench/tokbench/physics"
 )
 
 // Config configures a simulated server. Zero fields take the defaults of
@@ -35,7 +37,8 @@ type Config struct {
 	Cost Cost
 
 	// MaxModelLen bounds prompt + max tokens of one request (vLLM
-	// max-model-len); 32768.
+	// max-model-len); zero means the model's own context length from the
+	// catalog (131,072 for Llama 3.1), or 32,768 for a model it lacks.
 	MaxModelLen int
 	// DefaultMaxTokens is the output length of a request that names none; 256.
 	DefaultMaxTokens int
@@ -78,7 +81,6 @@ func DefaultConfig() Config {
 			MaxNumSeqs:       DefaultMaxNumSeqs,
 			MaxBatchedTokens: DefaultMaxBatchedTokens,
 		},
-		MaxModelLen:      defaultMaxModelLen,
 		DefaultMaxTokens: defaultMaxTokens,
 		MaxBodyBytes:     defaultMaxBody,
 		MaxInflight:      defaultMaxInflight,
@@ -104,7 +106,11 @@ func (c Config) withDefaults() Config {
 		c.ServedModel = c.Model
 	}
 	if c.MaxModelLen == 0 {
-		c.MaxModelLen = d.MaxModelLen
+		// Like vLLM: the model's own context length when known.
+		c.MaxModelLen = defaultMaxModelLen
+		if m, err := physics.LookupModel(c.Model); err == nil && m.MaxContext > 0 {
+			c.MaxModelLen = m.MaxContext
+		}
 	}
 	if c.DefaultMaxTokens == 0 {
 		c.DefaultMaxTokens = d.DefaultMaxTokens

@@ -445,3 +445,15 @@ func TestMaxConns(t *testing.T) {
 		t.Fatal("second connection not served after the first closed")
 	}
 }
+
+func TestMaxModelLenFollowsTheModel(t *testing.T) {
+	s, err := NewServer(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Llama 3.1 8B's context is 131,072 tokens; a 128k-token prompt fits.
+	if got := s.Config().MaxModelLen; got != 131072 {
+		t.Errorf("MaxModelLen = %d, want 131072 (llama-3.1-8b's context)", got)
+	}
+}
