@@ -27,6 +27,11 @@ func (s fixedSource) Request(i int) (*api.Request, int) {
 }
 
 func run(t *testing.T, script fakellm.Script, conc, requests int, chat bool) (Result, *fakellm.Server) {
+	return runRx(t, script, conc, requests, chat, false)
+}
+
+// runRx is run, optionally with kernel receive timestamps on the connections.
+func runRx(t *testing.T, script fakellm.Script, conc, requests int, chat, rx bool) (Result, *fakellm.Server) {
 	t.Helper()
 	srv := fakellm.New(script)
 	t.Cleanup(srv.Close)
@@ -35,6 +40,9 @@ func run(t *testing.T, script fakellm.Script, conc, requests int, chat bool) (Re
 		t.Fatal(err)
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 1000}
+	if rx {
+		tr.DialContext = api.ReceiveTimestampDialer(nil)
+	}
 	t.Cleanup(tr.CloseIdleConnections)
 	r := &Runner{
 		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: api.OpenAI{Chat: chat}, BaseURL: srv.URL + "/v1"},
@@ -81,74 +89,80 @@ func TestTimingMatchesKnownServer(t *testing.T) {
 		{"c32 crlf keepalive empty deltas inline usage", fakellm.Script{Usage: true, UsageInline: true, CRLF: true, KeepAlive: true, EmptyDeltas: true}, true, 32, 64},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.script
-			s.TTFT, s.Gap, s.Tokens = ttft, gap, tokens
-			res, srv := run(t, s, c.conc, c.requests, c.chat)
-			lv := res.Level
-			if lv.Requests.Completed != c.requests {
-				t.Fatalf("completed %d of %d: %v", lv.Requests.Completed, c.requests, lv.Requests.Errors)
+		for _, rx := range []bool{false, true} {
+			name := c.name
+			if rx {
+				name += " kernel stamps"
 			}
-			if lv.OutputTokens != tokens*c.requests {
-				t.Errorf("output tokens = %d, want %d", lv.OutputTokens, tokens*c.requests)
-			}
-			wantSource := metrics.SourceTokenizer
-			if s.Usage {
-				wantSource = metrics.SourceUsage
-			}
-			if lv.TokenSource != wantSource {
-				t.Errorf("token source = %q, want %q", lv.TokenSource, wantSource)
-			}
-			per := max(s.PerChunk, 1)
-			chunks := (tokens + per - 1) / per
-			// The truth is what the server actually did: the instants it
-			// flushed each chunk (in this process, on the same clock).
-			truth := matchStreams(t, res.Records, srv.Streams())
-			var ttftErr, tpsErr []float64
-			for i, r := range res.Records {
-				st := truth[i]
-				trueTTFT := ms(st.Flushes[0].Sub(r.Start))
-				trueTPS := float64(tokens-1) / st.Flushes[len(st.Flushes)-1].Sub(st.Flushes[0]).Seconds()
-				got, _ := r.DecodeTPS()
-				ttftErr = append(ttftErr, r.TTFTMs-trueTTFT)
-				tpsErr = append(tpsErr, (got-trueTPS)/trueTPS)
-			}
-			if e := metrics.Describe(ttftErr); e.Min < 0 || e.P50 > ttftTolMs {
-				t.Errorf("TTFT error vs the server's flush: min %.3f p50 %.3f ms (p99 %.3f), want within [0, %d] ms", e.Min, e.P50, e.P99, ttftTolMs)
-			}
-			if e := metrics.Describe(tpsErr); math.Abs(e.P50) > tpsTolRel {
-				t.Errorf("decode TPS error vs the server's flushes: p50 %.2f%%, want within %g%%", 100*e.P50, 100*tpsTolRel)
-			}
-			// Against the script: nothing can arrive before the server's
-			// schedule allows (the server itself may run late on a busy machine).
-			if lv.TTFT.Min < 40 {
-				t.Errorf("TTFT min %.3f ms is earlier than the server's first token at 40 ms", lv.TTFT.Min)
-			}
-			if lv.TTFVT.P50 != lv.TTFT.P50 {
-				t.Errorf("TTFVT p50 %.3f differs from TTFT p50 %.3f without reasoning", lv.TTFVT.P50, lv.TTFT.P50)
-			}
-			// ITL: a chunk of k tokens after a gap g counts as k gaps of g/k.
-			// The mean is exact whatever the client's lateness (it is the span
-			// over the gaps); the median needs chunks stamped one by one,
-			// which a starved race-detector build may coalesce.
-			within(t, "ITL mean ms", lv.ITL.Mean, float64(gap)/1e6/float64(per), 1)
-			if !raceBuild {
-				within(t, "ITL p50 ms", lv.ITL.P50, float64(gap)/1e6/float64(per), 1)
-			}
-			if want := tokens - min(per, tokens); lv.ITL.Count != want*c.requests {
-				t.Errorf("ITL count = %d, want %d", lv.ITL.Count, want*c.requests)
-			}
-			within(t, "tokens per chunk p50", lv.TokensPerChunk.P50, float64(per), 0)
-			for _, r := range res.Records {
-				sum := 0
-				for _, k := range r.ChunkTokens {
-					sum += k
+			t.Run(name, func(t *testing.T) {
+				s := c.script
+				s.TTFT, s.Gap, s.Tokens = ttft, gap, tokens
+				res, srv := runRx(t, s, c.conc, c.requests, c.chat, rx)
+				lv := res.Level
+				if lv.Requests.Completed != c.requests {
+					t.Fatalf("completed %d of %d: %v", lv.Requests.Completed, c.requests, lv.Requests.Errors)
 				}
-				if sum != r.OutputTokens || len(r.ChunkMs) != chunks {
-					t.Fatalf("record %d: %d chunks carrying %d tokens, want %d chunks carrying %d", r.ID, len(r.ChunkMs), sum, chunks, r.OutputTokens)
+				if lv.OutputTokens != tokens*c.requests {
+					t.Errorf("output tokens = %d, want %d", lv.OutputTokens, tokens*c.requests)
 				}
-			}
-		})
+				wantSource := metrics.SourceTokenizer
+				if s.Usage {
+					wantSource = metrics.SourceUsage
+				}
+				if lv.TokenSource != wantSource {
+					t.Errorf("token source = %q, want %q", lv.TokenSource, wantSource)
+				}
+				per := max(s.PerChunk, 1)
+				chunks := (tokens + per - 1) / per
+				// The truth is what the server actually did: the instants it
+				// flushed each chunk (in this process, on the same clock).
+				truth := matchStreams(t, res.Records, srv.Streams())
+				var ttftErr, tpsErr []float64
+				for i, r := range res.Records {
+					st := truth[i]
+					trueTTFT := ms(st.Flushes[0].Sub(r.Start))
+					trueTPS := float64(tokens-1) / st.Flushes[len(st.Flushes)-1].Sub(st.Flushes[0]).Seconds()
+					got, _ := r.DecodeTPS()
+					ttftErr = append(ttftErr, r.TTFTMs-trueTTFT)
+					tpsErr = append(tpsErr, (got-trueTPS)/trueTPS)
+				}
+				if e := metrics.Describe(ttftErr); e.Min < 0 || e.P50 > ttftTolMs {
+					t.Errorf("TTFT error vs the server's flush: min %.3f p50 %.3f ms (p99 %.3f), want within [0, %d] ms", e.Min, e.P50, e.P99, ttftTolMs)
+				}
+				if e := metrics.Describe(tpsErr); math.Abs(e.P50) > tpsTolRel {
+					t.Errorf("decode TPS error vs the server's flushes: p50 %.2f%%, want within %g%%", 100*e.P50, 100*tpsTolRel)
+				}
+				// Against the script: nothing can arrive before the server's
+				// schedule allows (the server itself may run late on a busy machine).
+				if lv.TTFT.Min < 40 {
+					t.Errorf("TTFT min %.3f ms is earlier than the server's first token at 40 ms", lv.TTFT.Min)
+				}
+				if lv.TTFVT.P50 != lv.TTFT.P50 {
+					t.Errorf("TTFVT p50 %.3f differs from TTFT p50 %.3f without reasoning", lv.TTFVT.P50, lv.TTFT.P50)
+				}
+				// ITL: a chunk of k tokens after a gap g counts as k gaps of g/k.
+				// The mean is exact whatever the client's lateness (it is the span
+				// over the gaps); the median needs chunks stamped one by one,
+				// which a starved race-detector build may coalesce.
+				within(t, "ITL mean ms", lv.ITL.Mean, float64(gap)/1e6/float64(per), 1)
+				if !raceBuild {
+					within(t, "ITL p50 ms", lv.ITL.P50, float64(gap)/1e6/float64(per), 1)
+				}
+				if want := tokens - min(per, tokens); lv.ITL.Count != want*c.requests {
+					t.Errorf("ITL count = %d, want %d", lv.ITL.Count, want*c.requests)
+				}
+				within(t, "tokens per chunk p50", lv.TokensPerChunk.P50, float64(per), 0)
+				for _, r := range res.Records {
+					sum := 0
+					for _, k := range r.ChunkTokens {
+						sum += k
+					}
+					if sum != r.OutputTokens || len(r.ChunkMs) != chunks {
+						t.Fatalf("record %d: %d chunks carrying %d tokens, want %d chunks carrying %d", r.ID, len(r.ChunkMs), sum, chunks, r.OutputTokens)
+					}
+				}
+			})
+		}
 	}
 }
 

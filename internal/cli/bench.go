@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -433,6 +434,10 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Stamp chunks with the kernel's receive instant (Linux; elsewhere the
+	// read instant), so a busy client does not add its own delay to TTFT
+	// and inter-token gaps. A stamp is never earlier than the bytes' arrival.
+	t.DialContext = api.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	t.MaxIdleConns = 0
 	t.MaxIdleConnsPerHost = 10000
 	t.MaxConnsPerHost = 0
