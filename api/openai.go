@@ -77,20 +77,7 @@ func (o OpenAI) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 	if req.IgnoreEOS {
 		body["ignore_eos"] = true
 	}
-	for k, v := range req.Extra {
-		body[k] = v
-	}
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(buf))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	return hreq, nil
+	return postJSON(ctx, endpoint, body, req.Extra, "text/event-stream")
 }
 
 // openaiChunk is the subset of a streamed chunk that matters for timing.
