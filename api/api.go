@@ -185,8 +185,12 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 	return resp
 }
 
-func (c *Client) scrub(s string) string {
-	for _, sec := range c.Secrets {
+func (c *Client) scrub(s string) string { return Scrub(s, c.Secrets) }
+
+// Scrub replaces every secret (of four bytes or more) in s with
+// "[REDACTED]", for messages that may reach a file or a terminal.
+func Scrub(s string, secrets []string) string {
+	for _, sec := range secrets {
 		if len(sec) >= 4 {
 			s = strings.ReplaceAll(s, sec, "[REDACTED]")
 		}

@@ -286,7 +286,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		m, maxLen, err := firstModel(ctx, httpClient, baseURL, plan.header)
 		plan.maxModelLen = maxLen
 		if err != nil {
-			return usagef("--model: not given, and the server did not list one: %s", scrub(err.Error(), plan.secrets))
+			return usagef("--model: not given, and the server did not list one: %s", api.Scrub(err.Error(), plan.secrets))
 		}
 		f.model = m
 		target.Model = m

@@ -51,7 +51,7 @@ func (p *benchPlan) detect(ctx context.Context, env Env, f *benchFlags, c *http.
 	d, err := api.Detect(ctx, c, base, p.header)
 	if err != nil {
 		if auto {
-			return usagef("--api auto: %s", scrub(err.Error(), p.secrets))
+			return usagef("--api auto: %s", api.Scrub(err.Error(), p.secrets))
 		}
 		return nil
 	}

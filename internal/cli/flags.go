@@ -61,13 +61,3 @@ func redactHeaderArg(h string) string {
 	}
 	return h
 }
-
-// scrub removes secrets from a message.
-func scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
-	}
-	return s
-}
