@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,20 +52,30 @@ func waitForLines(t *testing.T, path string, n int) {
 	t.Fatalf("%s never reached %d lines", path, n)
 }
 
+// startBench runs the built binary against a fake server with users
+// concurrent streams for up to a minute, writing to a fresh run directory,
+// and returns once requests.jsonl holds at least lines records.
+func startBench(t *testing.T, users, lines int) (*exec.Cmd, string) {
+	t.Helper()
+	bin := buildBinary(t)
+	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 8, Usage: true})
+	t.Cleanup(srv.Close)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "bench", "--url", srv.URL, "--model", "m", "--concurrency", strconv.Itoa(users),
+		"--duration", "60s", "--warmup", "0", "--input-tokens", "16", "--out", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitForLines(t, filepath.Join(dir, results.RequestsFile), lines)
+	return cmd, dir
+}
+
 // TestKill9KeepsEverythingMeasured kills the process mid-run with SIGKILL:
 // requests.jsonl still parses line by line, and `tokbench report` renders
 // what is there from it alone.
 func TestKill9KeepsEverythingMeasured(t *testing.T) {
-	bin := buildBinary(t)
-	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 8, Usage: true})
-	defer srv.Close()
-	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(bin, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "4",
-		"--requests", "100000", "--warmup", "0", "--input-tokens", "16", "--out", dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitForLines(t, filepath.Join(dir, results.RequestsFile), 20)
+	cmd, dir := startBench(t, 4, 20)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	recs, _, err := results.ReadRecords(dir)
@@ -92,16 +103,7 @@ func TestKill9KeepsEverythingMeasured(t *testing.T) {
 // TestSIGTERMWritesInterruptedSummary: SIGTERM is Ctrl-C: stop sending,
 // finish what is in flight, write summary.json marked interrupted, exit 130.
 func TestSIGTERMWritesInterruptedSummary(t *testing.T) {
-	bin := buildBinary(t)
-	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 8, Usage: true})
-	defer srv.Close()
-	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(bin, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "2",
-		"--requests", "100000", "--warmup", "0", "--input-tokens", "16", "--out", dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitForLines(t, filepath.Join(dir, results.RequestsFile), 10)
+	cmd, dir := startBench(t, 2, 10)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
