@@ -44,7 +44,11 @@ type Level struct {
 	// dependent calls, with ThinkTime between them; Requests then counts chains.
 	Steps     int
 	ThinkTime time.Duration
-	// Phase shifts an open-loop schedule (sharded constant-rate load).
+	// RampUp starts a closed loop's users evenly over this time instead of
+	// all at once: user u sends its first request at Phase + u×RampUp/users.
+	RampUp time.Duration
+	// Phase shifts an open-loop schedule (sharded constant-rate load) or,
+	// with RampUp, a sharded closed loop's ramp.
 	Phase time.Duration
 }
 
@@ -181,6 +185,9 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if lv.RampUp > 0 && !waitUntil(ctx, start.Add(lv.userStart(u))) {
+				return
+			}
 			for ctx.Err() == nil && !r.abort.Load() {
 				if !deadline.IsZero() && !time.Now().Before(deadline) {
 					return
@@ -204,6 +211,31 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 	}
 	wg.Wait()
 	return time.Duration(lastEnd.Load())
+}
+
+// userStart is when closed-loop user u sends its first request, from the
+// level's start: spread evenly over RampUp (0: all at once).
+func (lv Level) userStart(u int) time.Duration {
+	if lv.RampUp <= 0 || lv.Load.Concurrency <= 0 {
+		return 0
+	}
+	return lv.Phase + time.Duration(int64(lv.RampUp)*int64(u)/int64(lv.Load.Concurrency))
+}
+
+// waitUntil sleeps until t; false when ctx ended first.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // one sends a request and turns the response into a record.

@@ -384,3 +384,39 @@ func TestMaxErrorRateAbortsLevel(t *testing.T) {
 		t.Fatalf("sent %d, aborted %q", lv.Requests.Sent, lv.Aborted)
 	}
 }
+
+// TestRampUpSpreadsUserStarts: with RampUp, user u's first request goes
+// out at u×RampUp/users after the level starts; without it, all at once.
+// Each request outlasts the ramp, so every user sends exactly one.
+func TestRampUpSpreadsUserStarts(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 350 * time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	firstStarts := func(ramp time.Duration) []float64 {
+		t.Helper()
+		lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 4}, Requests: 4, RampUp: ramp}
+		res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Level.Requests.Completed != 4 {
+			t.Fatalf("completed %d of 4: %v", res.Level.Requests.Completed, res.Level.Requests.Errors)
+		}
+		var offs []float64
+		for _, rec := range res.Records {
+			offs = append(offs, rec.OffsetMs)
+		}
+		sort.Float64s(offs)
+		return offs
+	}
+	tol := 8.0
+	if raceBuild {
+		tol = ttftTolMs
+	}
+	for i, o := range firstStarts(400 * time.Millisecond) {
+		within(t, fmt.Sprintf("ramped start of user %d (ms)", i), o, float64(i)*100, tol)
+	}
+	for i, o := range firstStarts(0) {
+		within(t, fmt.Sprintf("unramped start of user %d (ms)", i), o, 0, tol)
+	}
+}

@@ -82,7 +82,13 @@ func (s Shard) Apply(lv Level) Level {
 			lv.MaxInFlight = max(s.Part(lv.MaxInFlight), 1)
 		}
 	default:
-		lv.Load.Concurrency = s.Part(lv.Load.Concurrency)
+		total := lv.Load.Concurrency
+		lv.Load.Concurrency = s.Part(total)
+		if lv.RampUp > 0 && total > 0 {
+			// Shard I's users are users I, I+N, I+2N… of the whole level,
+			// so the shards' starts interleave into one even ramp.
+			lv.Phase = time.Duration(int64(lv.RampUp) * int64(s.Index) / int64(total))
+		}
 	}
 	if lv.Requests > 0 {
 		lv.Requests = s.Part(lv.Requests)

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -66,5 +67,25 @@ func TestShardConstantRateInterleaves(t *testing.T) {
 	c := Shard{Index: 1, Count: 4}.Apply(Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 10}, Requests: 30, Warmup: 2})
 	if c.Load.Concurrency != 3 || c.Requests != 8 || c.Warmup != 1 {
 		t.Errorf("concurrency shard 1/4 of 10 users, 30 requests = %+v", c)
+	}
+}
+
+// TestShardRampInterleaves: 4 shards of 8 users ramped over 800 ms start
+// their users at the instants one unsharded 8-user ramp would: every 100 ms.
+func TestShardRampInterleaves(t *testing.T) {
+	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 8}, Requests: 8, RampUp: 800 * time.Millisecond}
+	var starts []time.Duration
+	for i := 0; i < 4; i++ {
+		part := Shard{Index: i, Count: 4}.Apply(lv)
+		for u := 0; u < part.Load.Concurrency; u++ {
+			starts = append(starts, part.userStart(u))
+		}
+	}
+	slices.Sort(starts)
+	for k, s := range starts {
+		if want := time.Duration(k) * 100 * time.Millisecond; s != want {
+			t.Errorf("start %d = %v, want %v (all: %v)", k, s, want, starts)
+			break
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--input-tokens", "0"}, "--input-tokens"},
 		{[]string{"bench", "--requests", "abc"}, "--requests"},
 		{[]string{"bench", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"bench", "--ramp-up", "-1s"}, "--ramp-up"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(context.Background(), nil, c.args...)
@@ -453,5 +455,36 @@ func TestBenchTokenizerServer(t *testing.T) {
 		if n := fakellm.CountTokens(text); n != 40 {
 			t.Errorf("prompt %d is %d tokens by the server's count, want 40", i, n)
 		}
+	}
+}
+
+// TestBenchRampUp: --ramp-up 600ms with 3 users whose single requests each
+// outlast the ramp starts them 0, 200 and 400 ms into the level.
+func TestBenchRampUp(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 500 * time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--concurrency", "3",
+		"--requests", "3", "--warmup", "0", "--output-tokens", "2", "--ramp-up", "600ms", "--out", dir, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("requests.jsonl: %d records, %v", len(recs), err)
+	}
+	var offs []float64
+	for _, r := range recs {
+		offs = append(offs, r.OffsetMs)
+	}
+	slices.Sort(offs)
+	for i, o := range offs {
+		if want := float64(i) * 200; math.Abs(o-want) > 40 {
+			t.Errorf("user %d started at %.1f ms, want %.0f (all %v)", i, o, want, offs)
+		}
+	}
+	run, err := os.ReadFile(filepath.Join(dir, results.RunFile))
+	if err != nil || !strings.Contains(string(run), `"ramp_up": "600ms"`) {
+		t.Errorf("run.json does not record the ramp: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ type loadFlags struct {
 	workload  string
 	steps     int
 	thinkTime time.Duration
+	rampUp    time.Duration
 	slos      []metrics.SLO
 	prof      *profile.Profile
 	autoSweep *load.AutoSweep
@@ -47,6 +48,7 @@ func (l *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&l.workload, "workload", "synthetic", "synthetic (independent requests) or agent (chains of --steps dependent calls)")
 	fl.IntVar(&l.steps, "steps", 5, "calls per agent chain with --workload agent")
 	fl.DurationVar(&l.thinkTime, "think-time", 0, "pause between the calls of an agent chain (tool time)")
+	fl.DurationVar(&l.rampUp, "ramp-up", 0, "closed loop: start each level's users evenly over this time instead of all at once (a start of many users at one instant loads client and server alike)")
 	fl.Float64Var(&l.priceIn, "price-in", 0, "price per million input tokens (for cost per level)")
 	fl.Float64Var(&l.priceOut, "price-out", 0, "price per million output tokens (for cost per level)")
 	fl.Float64Var(&l.gpuHour, "gpu-hour-price", 0, "price of one GPU-hour, with --gpus (for cost per million output tokens)")
@@ -122,6 +124,9 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	if l.thinkTime < 0 {
 		return usagef("--think-time: must not be negative")
 	}
+	if l.rampUp < 0 {
+		return usagef("--ramp-up: must not be negative")
+	}
 	switch l.sweep {
 	case "":
 	case "auto":
@@ -139,9 +144,13 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	return nil
 }
 
-// shardLevels returns this shard's part of the planned levels.
+// shardLevels gives the closed-loop levels their --ramp-up and returns this
+// shard's part of the planned levels.
 func (l *loadFlags) shardLevels(levels []load.Level) []load.Level {
 	for i := range levels {
+		if levels[i].Load.Mode == "concurrency" {
+			levels[i].RampUp = l.rampUp
+		}
 		levels[i] = l.shard.Apply(levels[i])
 	}
 	return levels
@@ -169,7 +178,7 @@ type levelRunner func(ctx context.Context, idx int, lv load.Level) (load.Result,
 // --repeat times, judges SLOs, and returns the levels in the order run.
 func (l *loadFlags) runLevels(ctx context.Context, planned []load.Level, template load.Level, run levelRunner, annotate func(*metrics.Level)) ([]metrics.Level, bool, error) {
 	var out []metrics.Level
-	template.Steps, template.ThinkTime = l.steps, l.thinkTime
+	template.Steps, template.ThinkTime, template.RampUp = l.steps, l.thinkTime, l.rampUp
 	next := func(i int) (load.Level, bool) {
 		if l.autoSweep == nil {
 			if i < len(planned) {
@@ -239,6 +248,7 @@ func (l *loadFlags) describe() map[string]any {
 		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
 		"start_at": l.startAt,
 		"workload": l.workload, "steps": l.steps, "think_time": l.thinkTime.String(),
+		"ramp_up":  l.rampUp.String(),
 		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
 	}
 }
