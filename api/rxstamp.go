@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/http"
 	"net/http/httptrace"
 	"time"
 )
@@ -14,6 +15,22 @@ type ReceiveStamper interface {
 	// LastReceived is the kernel's receive instant of the latest data read
 	// from the connection, in unix nanoseconds; 0 if unknown.
 	LastReceived() int64
+}
+
+// NewTransport is the HTTP transport tokbench bench measures with (and the
+// bench/ harness measures tokbench with): connections stamp chunks with the
+// kernel's receive instant (Linux; elsewhere the read instant), so a busy
+// client does not add its own delay to TTFT and inter-token gaps; any
+// number of connections per host stay open between requests; no response
+// header timeout (a server may hold the first byte back for a long prefill).
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 10000
+	t.MaxConnsPerHost = 0
+	t.ResponseHeaderTimeout = 0
+	return t
 }
 
 // arrivalClock returns the stamp function for a stream read from conn: the

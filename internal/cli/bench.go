@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -432,18 +431,7 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 	s.delta = api.MetricsSnapshot{}
 }
 
-func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	// Stamp chunks with the kernel's receive instant (Linux; elsewhere the
-	// read instant), so a busy client does not add its own delay to TTFT
-	// and inter-token gaps. A stamp is never earlier than the bytes' arrival.
-	t.DialContext = api.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
-	t.MaxIdleConns = 0
-	t.MaxIdleConnsPerHost = 10000
-	t.MaxConnsPerHost = 0
-	t.ResponseHeaderTimeout = 0
-	return t
-}
+func newTransport() *http.Transport { return api.NewTransport() }
 
 // withModelLen records the max_model_len of the model list in run.json meta
 // as server_max_context and model_context_length, unless detection did.
