@@ -78,8 +78,12 @@ type Response struct {
 	// ID is the server's id for the response, where it sends one.
 	ID     string
 	Chunks []Chunk
-	Usage  *Usage
-	Finish string
+	// KernelStamps is true when chunk arrivals are the kernel's receive
+	// stamps (see ReceiveTimestampDialer), false when they are the instants
+	// the client read them.
+	KernelStamps bool
+	Usage        *Usage
+	Finish       string
 	// SawDone is true when the stream ended with the protocol's end marker.
 	SawDone bool
 	Server  *metrics.ServerTiming
@@ -163,6 +167,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
 	sr.clock = arrivalClock(conn, resp.Start)
+	resp.KernelStamps = sr.clock != nil
 	defer sr.stop()
 	cl.Adapter.Decode(sr, resp)
 	if resp.Done.IsZero() {

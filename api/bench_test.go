@@ -101,3 +101,26 @@ func BenchmarkOpenAIDecodeMegabyteChunk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDoOneToken runs whole requests whose answer is one token, so the
+// time and allocations are the per-request cost of the client (request
+// body, HTTP round trip, headers, stream set-up) plus loopback HTTP.
+func BenchmarkDoOneToken(b *testing.B) {
+	body := benchBody(1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
+	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := c.Do(context.Background(), req)
+		if resp.Failed() || len(resp.Chunks) != 1 {
+			b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+		}
+	}
+}

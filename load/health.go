@@ -6,8 +6,10 @@ import (
 	"runtime"
 	rtmetrics "runtime/metrics"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
 )
 
@@ -40,6 +42,47 @@ func pauseMetric() string {
 	}
 	return "/gc/pauses:seconds"
 }
+
+// stampCounts counts how the current level's chunk arrivals were stamped.
+type stampCounts struct {
+	responses, kernel atomic.Int64 // responses with a token chunk; of them, stamped by the kernel
+	firstShared       atomic.Int64 // responses whose first token chunk shares its stamp with the second
+	chunks, shared    atomic.Int64 // token chunks; of them, sharing their stamp with the next
+}
+
+func (s *stampCounts) reset() {
+	for _, c := range []*atomic.Int64{&s.responses, &s.kernel, &s.firstShared, &s.chunks, &s.shared} {
+		c.Store(0)
+	}
+}
+
+func (s *stampCounts) add(resp *api.Response) {
+	ch := resp.Chunks
+	if len(ch) == 0 {
+		return
+	}
+	s.responses.Add(1)
+	if resp.KernelStamps {
+		s.kernel.Add(1)
+	}
+	shared := 0
+	for i := 0; i+1 < len(ch); i++ {
+		if ch[i].At.Equal(ch[i+1].At) {
+			shared++
+			if i == 0 {
+				s.firstShared.Add(1)
+			}
+		}
+	}
+	s.chunks.Add(int64(len(ch)))
+	s.shared.Add(int64(shared))
+}
+
+// SharedStampWarn: with kernel stamps, a client that ran late warns when
+// more than this share of first token chunks, or of all token chunks,
+// share their stamp with the next chunk: the p99 of TTFT or of the gaps
+// may then be the client's.
+const SharedStampWarn = 0.01
 
 // monitor watches the client's own health while a level runs: a ticker's
 // lateness, the process's CPU time and the GC's pauses. Start it with
@@ -87,7 +130,7 @@ func (m *monitor) tick() {
 
 // finish stops the monitor and returns its figures, with a warning for each
 // one past its threshold.
-func (m *monitor) finish() (*metrics.ClientHealth, []string) {
+func (m *monitor) finish(st *stampCounts) (*metrics.ClientHealth, []string) {
 	close(m.stop)
 	<-m.done
 	wall := time.Since(m.start)
@@ -105,17 +148,38 @@ func (m *monitor) finish() (*metrics.ClientHealth, []string) {
 		h.TickLagP99Ms = metrics.Percentile(m.lags, 99)
 		h.TickLagMaxMs = m.lags[len(m.lags)-1]
 	}
+	if n := st.responses.Load(); n > 0 {
+		h.KernelStamps = st.kernel.Load() == n
+		h.FirstChunksSharingStamp = float64(st.firstShared.Load()) / float64(n)
+		h.ChunksSharingStamp = float64(st.shared.Load()) / float64(st.chunks.Load())
+	}
+	return h, healthWarnings(h)
+}
+
+// healthWarnings is one line for each figure of h past its threshold.
+func healthWarnings(h *metrics.ClientHealth) []string {
 	var warn []string
-	if h.TickLagP99Ms > LagWarnMs {
-		warn = append(warn, fmt.Sprintf("client self-check: the client ran late (scheduling lag p99 %.1f ms, max %.1f ms); its timestamps may be late by as much", h.TickLagP99Ms, h.TickLagMaxMs))
+	if h.KernelStamps {
+		// A late client still stamps exactly what it reads before the
+		// stream's next chunk arrives; what it cannot stamp is a chunk it
+		// read late together with the next one.
+		ranLate := h.TickLagMaxMs > LagWarnMs || h.GCPauseMaxMs > GCPauseWarnMs
+		if ranLate && (h.FirstChunksSharingStamp > SharedStampWarn || h.ChunksSharingStamp > SharedStampWarn) {
+			warn = append(warn, fmt.Sprintf("client self-check: the client ran late (scheduling lag max %.1f ms, GC pause max %.1f ms) and %.1f%% of first token chunks (%.1f%% of all) share their kernel receive stamp with the next chunk: where the server sent them apart, the client read them late together, and those TTFTs and gaps read high by up to the lag; spread the start with --ramp-up or run fewer streams per client",
+				h.TickLagMaxMs, h.GCPauseMaxMs, 100*h.FirstChunksSharingStamp, 100*h.ChunksSharingStamp))
+		}
+	} else {
+		if h.TickLagP99Ms > LagWarnMs {
+			warn = append(warn, fmt.Sprintf("client self-check: the client ran late (scheduling lag p99 %.1f ms, max %.1f ms); its timestamps may be late by as much", h.TickLagP99Ms, h.TickLagMaxMs))
+		}
+		if h.GCPauseMaxMs > GCPauseWarnMs {
+			warn = append(warn, fmt.Sprintf("client self-check: garbage-collection pauses up to %.1f ms delayed the client's timestamps", h.GCPauseMaxMs))
+		}
 	}
 	if h.CPUUtilization > CPUWarn {
-		warn = append(warn, fmt.Sprintf("client self-check: the client used %.0f%% of its %d cores and may have slowed the streams it measured", 100*h.CPUUtilization, procs))
+		warn = append(warn, fmt.Sprintf("client self-check: the client used %.0f%% of its %d cores and may have slowed the streams it measured", 100*h.CPUUtilization, h.GOMAXPROCS))
 	}
-	if h.GCPauseMaxMs > GCPauseWarnMs {
-		warn = append(warn, fmt.Sprintf("client self-check: garbage-collection pauses up to %.1f ms delayed the client's timestamps", h.GCPauseMaxMs))
-	}
-	return h, warn
+	return warn
 }
 
 func readPauses() *rtmetrics.Float64Histogram {

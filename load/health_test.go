@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -113,9 +115,112 @@ func TestClientBlockInSummary(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"cpu_utilization", "gc_pause_max_ms", "tick_lag_p99_ms"} {
+	for _, k := range []string{"cpu_utilization", "gc_pause_max_ms", "tick_lag_p99_ms", "kernel_receive_stamps", "first_chunks_sharing_stamp", "chunks_sharing_stamp"} {
 		if _, ok := got.Client[k]; !ok {
 			t.Errorf("summary level has no client.%s: %s", k, b)
 		}
+	}
+}
+
+// TestHealthWarnings: the rules, figure by figure. With kernel receive
+// stamps a late client warns only when chunks also share stamps; without
+// them lateness itself warns.
+func TestHealthWarnings(t *testing.T) {
+	late := metrics.ClientHealth{GOMAXPROCS: 2, TickLagP99Ms: 6, TickLagMaxMs: 21}
+	cases := []struct {
+		name string
+		h    metrics.ClientHealth
+		want []string // a substring of each expected warning, in order
+	}{
+		{"read stamps, late", late, []string{"scheduling lag p99 6.0 ms, max 21.0 ms"}},
+		{"read stamps, GC pause", metrics.ClientHealth{GOMAXPROCS: 2, GCPauseMaxMs: 4.2}, []string{"pauses up to 4.2 ms"}},
+		{"kernel stamps, late, chunks apart", func() metrics.ClientHealth {
+			h := late
+			h.KernelStamps, h.FirstChunksSharingStamp, h.ChunksSharingStamp = true, 0.005, 0.004
+			return h
+		}(), nil},
+		{"kernel stamps, late, first chunks shared", func() metrics.ClientHealth {
+			h := late
+			h.KernelStamps, h.FirstChunksSharingStamp, h.ChunksSharingStamp = true, 0.6, 0.009
+			return h
+		}(), []string{"60.0% of first token chunks (0.9% of all) share their kernel receive stamp"}},
+		{"kernel stamps, GC pause, chunks shared", metrics.ClientHealth{GOMAXPROCS: 2, GCPauseMaxMs: 5, KernelStamps: true, ChunksSharingStamp: 0.2}, []string{"GC pause max 5.0 ms"}},
+		{"kernel stamps, on time, chunks shared (server wrote them together)", metrics.ClientHealth{GOMAXPROCS: 2, TickLagMaxMs: 0.3, KernelStamps: true, FirstChunksSharingStamp: 1, ChunksSharingStamp: 1}, nil},
+		{"busy cores", metrics.ClientHealth{GOMAXPROCS: 2, CPUUtilization: 0.9, KernelStamps: true}, []string{"used 90% of its 2 cores"}},
+	}
+	for _, c := range cases {
+		got := healthWarnings(&c.h)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: warnings %q, want %d", c.name, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%s: warning %q lacks %q", c.name, got[i], w)
+			}
+		}
+	}
+}
+
+// TestStampCountsShared: chunks with equal arrival stamps are counted as
+// sharing one, and the first chunk separately.
+func TestStampCountsShared(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms ...int) []api.Chunk {
+		var c []api.Chunk
+		for _, m := range ms {
+			c = append(c, api.Chunk{At: t0.Add(time.Duration(m) * time.Millisecond), Text: "x"})
+		}
+		return c
+	}
+	var s stampCounts
+	s.add(&api.Response{Chunks: at(5, 5, 9, 12), KernelStamps: true}) // first shares with second
+	s.add(&api.Response{Chunks: at(4, 8, 8, 8), KernelStamps: true})  // two share with the next
+	s.add(&api.Response{Chunks: at(7), KernelStamps: false})
+	s.add(&api.Response{}) // no chunk: not counted
+	if s.responses.Load() != 3 || s.kernel.Load() != 2 || s.firstShared.Load() != 1 || s.chunks.Load() != 9 || s.shared.Load() != 3 {
+		t.Errorf("counts: responses %d kernel %d firstShared %d chunks %d shared %d; want 3 2 1 9 3",
+			s.responses.Load(), s.kernel.Load(), s.firstShared.Load(), s.chunks.Load(), s.shared.Load())
+	}
+}
+
+// TestSelfCheckKernelStampsStarved starves a client that stamps with the
+// kernel's receive instants: one processor, four spinning goroutines,
+// streams with a chunk every 2 ms. It reads chunks late together, they
+// share stamps, and the level says so.
+func TestSelfCheckKernelStampsStarved(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 20, Usage: true})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	tr := api.NewTransport()
+	t.Cleanup(tr.CloseIdleConnections)
+	r.Client.HTTP = &http.Client{Transport: tr}
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for n := 0; !stop.Load(); n++ {
+			}
+		})
+	}
+	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 4}, Requests: 12}
+	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 20})
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Level.Client
+	if c == nil || !c.KernelStamps {
+		t.Skipf("no kernel receive stamps here: %+v", c)
+	}
+	t.Logf("starved with kernel stamps: %+v", *c)
+	if c.ChunksSharingStamp <= SharedStampWarn {
+		t.Errorf("a starved client shared stamps on %.1f%% of chunks; want more than %.0f%%", 100*c.ChunksSharingStamp, 100*SharedStampWarn)
+	}
+	if w := selfCheckWarnings(res.Level); len(w) == 0 || !strings.Contains(strings.Join(w, " "), "share their kernel receive stamp") {
+		t.Errorf("no shared-stamp warning for a starved client; warnings %q", res.Level.Warnings)
 	}
 }

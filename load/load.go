@@ -87,6 +87,7 @@ type Runner struct {
 	// Progress of the current level, readable while it runs.
 	Progress Progress
 
+	stamps    stampCounts
 	abort     atomic.Bool
 	level     metrics.Load // the level running now, stamped on its records
 	sinkMu    sync.Mutex
@@ -126,6 +127,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.Progress.Done.Store(0)
 	r.Progress.Failed.Store(0)
 	r.Progress.Tokens.Store(0)
+	r.stamps.reset()
 	r.abort.Store(false)
 	r.level = lv.Load
 	keep := func(rec metrics.Record) {
@@ -138,13 +140,13 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	if lv.Load.Mode == "rate" {
 		var err error
 		if wall, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
-			mon.finish()
+			mon.finish(&r.stamps)
 			return Result{}, err
 		}
 	} else {
 		wall = r.closedLoop(ctx, idx, lv, src, keep)
 	}
-	health, healthWarnings := mon.finish()
+	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
 	res.Level.Client = health
 	res.Level.Warnings = append(res.Level.Warnings, healthWarnings...)
@@ -277,6 +279,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, req 
 		}
 		resp = r.Client.Do(ctx, req)
 	}
+	r.stamps.add(resp)
 	id := int(r.nextID.Add(1))
 	r.countOnce.Do(func() { r.counter = tokenize.Cached(r.Tokenizer, 1<<16) })
 	rec := Record(resp, r.counter, RecordInfo{

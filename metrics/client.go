@@ -11,6 +11,15 @@ package metrics
 // wall time × GOMAXPROCS. GC pauses are stop-the-world pauses of the
 // garbage collector during the level, from the runtime's histogram:
 // GCPauseMaxMs is the upper bound of the bucket of the longest.
+//
+// KernelStamps is true when every stream's chunks were stamped with the
+// kernel's receive instant: a client that runs late then still stamps each
+// chunk it reads before the next one of its stream arrives exactly, and
+// only chunks read late together share one stamp (the later one).
+// FirstChunksSharingStamp is the share of requests whose first token chunk
+// shares its stamp with the second, ChunksSharingStamp the share of all
+// token chunks sharing their stamp with the next: chunks the server wrote
+// together, or chunks the client read late together.
 type ClientHealth struct {
 	CPUUtilization float64 `json:"cpu_utilization"`
 	CPUSeconds     float64 `json:"cpu_seconds"`
@@ -21,4 +30,8 @@ type ClientHealth struct {
 	TickLagP50Ms   float64 `json:"tick_lag_p50_ms"`
 	TickLagP99Ms   float64 `json:"tick_lag_p99_ms"`
 	TickLagMaxMs   float64 `json:"tick_lag_max_ms"`
+
+	KernelStamps            bool    `json:"kernel_receive_stamps"`
+	FirstChunksSharingStamp float64 `json:"first_chunks_sharing_stamp"`
+	ChunksSharingStamp      float64 `json:"chunks_sharing_stamp"`
 }
