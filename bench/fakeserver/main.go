@@ -24,6 +24,7 @@ package main
 
 import (
 	"bufio"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"flag"
@@ -33,6 +34,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -43,7 +45,21 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	maxRun := flag.Duration("max", 10*time.Minute, "exit after this long whatever happens")
 	writers := flag.Int("writers", 4, "writer loops")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakeserver:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeserver:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	raiseFileLimit()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -180,45 +196,44 @@ func (sh *shard) add(st *stream) {
 }
 
 // run writes whatever is due, then sleeps until the next stream is due or
-// a new one arrives.
+// a new one arrives. Streams wait in a heap by due time, so a wake-up costs
+// the streams it writes, not every stream the loop owns.
 func (sh *shard) run() {
-	var active []*stream
+	var due dueHeap
 	timer := time.NewTimer(time.Hour)
 	for {
 		sh.mu.Lock()
-		active = append(active, sh.pending...)
+		for _, st := range sh.pending {
+			heap.Push(&due, st)
+		}
+		clear(sh.pending)
 		sh.pending = sh.pending[:0]
 		sh.mu.Unlock()
 		now := time.Now()
-		var next time.Time
-		kept := active[:0]
-		for _, st := range active {
-			if !now.Before(st.due) {
-				if err := st.write(); err != nil || st.remaining == 0 {
-					st.done <- err
-					continue
-				}
-				st.due = st.due.Add(st.gap)
-				if st.gap == 0 {
-					st.due = now
-				}
-			}
-			kept = append(kept, st)
-			if next.IsZero() || st.due.Before(next) {
-				next = st.due
-			}
-		}
-		clear(active[len(kept):])
-		active = kept
-		if len(active) > 0 {
-			if d := time.Until(next); d <= 0 {
+		for len(due) > 0 && !now.Before(due[0].due) {
+			st := due[0]
+			if err := st.write(); err != nil || st.remaining == 0 {
+				heap.Pop(&due)
+				st.done <- err
 				continue
-			} else {
-				timer.Reset(d)
 			}
-		} else {
-			timer.Reset(time.Hour)
+			if st.gap == 0 {
+				st.due = now
+			} else {
+				st.due = st.due.Add(st.gap)
+			}
+			heap.Fix(&due, 0)
+			if st.gap == 0 {
+				now = time.Now() // streams written flat out take turns
+			}
 		}
+		wait := time.Hour
+		if len(due) > 0 {
+			if wait = time.Until(due[0].due); wait <= 0 {
+				continue
+			}
+		}
+		timer.Reset(wait)
 		select {
 		case <-timer.C:
 		case <-sh.wake:
@@ -230,6 +245,21 @@ func (sh *shard) run() {
 			}
 		}
 	}
+}
+
+// dueHeap orders streams by when their next write is due.
+type dueHeap []*stream
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(*stream)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	st := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return st
 }
 
 const (

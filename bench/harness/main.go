@@ -1,12 +1,13 @@
 // Command harness measures tokbench's own cost and accuracy: it builds and
 // starts bench/fakeserver as a separate process on loopback, drives it with
-// load.Runner (the code `tokbench bench` runs) and reports, per scenario,
-// the client's timing error (recorded chunk arrival minus the server's send
-// instant, which every chunk carries), TTFT error, tokens/s ingested, client
-// CPU seconds per million tokens (getrusage), peak RSS, memory per idle
-// stream and open-loop pacing error. See bench/README.md.
+// load.Runner and api.NewTransport (the code `tokbench bench` runs) and
+// reports, per scenario, the client's timing error (recorded chunk arrival
+// minus the server's send instant, which every chunk carries), TTFT error,
+// tokens/s ingested, requests/s, client CPU per million tokens and per
+// request (getrusage), peak RSS, memory per idle stream and open-loop pacing
+// error. See bench/README.md.
 //
-//	go run ./bench/harness              # every scenario, about 30 s
+//	go run ./bench/harness              # every scenario, about 45 s
 //	go run ./bench/harness -only paced -levels 1,100
 //
 // Every scenario is bounded (fixed request counts, a request timeout) and
@@ -60,9 +61,12 @@ type Result struct {
 	TokensPerS  float64         `json:"tokens_per_s"`
 	CPUSPerMTok float64         `json:"cpu_s_per_mtok,omitempty"`
 	CPUUtil     float64         `json:"cpu_utilization"` // client CPU / (wall × cores)
+	ReqPerS     float64         `json:"requests_per_s,omitempty"`
+	CPUUsPerReq float64         `json:"cpu_us_per_request,omitempty"`
 	ErrP50Ms    float64         `json:"chunk_err_p50_ms,omitempty"`
 	ErrP99Ms    float64         `json:"chunk_err_p99_ms,omitempty"`
 	ErrMaxMs    float64         `json:"chunk_err_max_ms,omitempty"`
+	ErrMinMs    float64         `json:"chunk_err_min_ms,omitempty"`
 	SteadyP99Ms float64         `json:"steady_chunk_err_p99_ms,omitempty"`
 	TTFTErrP50  float64         `json:"ttft_err_p50_ms,omitempty"`
 	TTFTErrP99  float64         `json:"ttft_err_p99_ms,omitempty"`
@@ -79,11 +83,15 @@ type Result struct {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	levels := fs.String("levels", "1,100,1000,5000", "concurrent streams of the paced scenarios")
-	only := fs.String("only", "", "run one scenario kind: paced, flat, idle or pacing")
+	only := fs.String("only", "", "run one scenario kind: idle, pacing, paced, burst, requests or flat")
+	burstLevels := fs.String("burst-levels", "1000", "concurrent streams of the burst scenarios")
+	requestLevels := fs.String("request-levels", "1,100,1000", "concurrent users of the requests scenarios")
 	server := fs.String("server", "", "fakeserver binary (default: go build ./bench/fakeserver)")
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
-	rxStamp := fs.Bool("rxstamp", false, "dial with api.ReceiveTimestampDialer: stamp chunks with the kernel's receive instant")
+	offered := fs.Float64("offered", 50000, "tokens/s the paced and burst scenarios offer across all streams (each stream at most 500)")
+	serverProfile := fs.String("server-cpuprofile", "", "have the server write a CPU profile of itself to this file")
+	rxStamp := fs.Bool("rxstamp", true, "stamp chunks with the kernel's receive instant, as tokbench bench does (false: the instant the client read them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -99,15 +107,19 @@ func run(args []string, stdout io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var streams []int
-	for _, f := range strings.Split(*levels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("-levels: %q is not a positive count", f)
-		}
-		streams = append(streams, n)
+	streams, err := counts("-levels", *levels)
+	if err != nil {
+		return err
 	}
-	srv, err := startServer(*server)
+	bursts, err := counts("-burst-levels", *burstLevels)
+	if err != nil {
+		return err
+	}
+	users, err := counts("-request-levels", *requestLevels)
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(*server, *serverProfile)
 	if err != nil {
 		return err
 	}
@@ -116,7 +128,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp}
+	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp, offered: *offered}
 	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process), kernel receive stamps %v\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), srv.addr, *rxStamp)
 	var results []Result
 	emit := func(r Result, err error) error {
@@ -147,6 +159,20 @@ func run(args []string, stdout io.Writer) error {
 			}
 		}
 	}
+	if want("burst") {
+		for _, c := range bursts {
+			if err := emit(h.burst(c)); err != nil {
+				return err
+			}
+		}
+	}
+	if want("requests") {
+		for _, c := range users {
+			if err := emit(h.requests(c)); err != nil {
+				return err
+			}
+		}
+	}
 	if want("flat") {
 		for _, c := range []int{1, 100, 1000} {
 			if err := emit(h.flat(c)); err != nil {
@@ -163,13 +189,28 @@ func run(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// counts reads a comma-separated list of positive counts.
+func counts(flag, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive count", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func printResult(w io.Writer, r Result) {
 	load := fmt.Sprintf("c=%d", r.Streams)
 	if r.RateRPS > 0 {
 		load = fmt.Sprintf("%g req/s", r.RateRPS)
 	}
 	fmt.Fprintf(w, "%-7s %-8s req %5d fail %d tok %8d  %6.2fs  %9.0f tok/s", r.Scenario, load, r.Requests, r.Failed, r.Tokens, r.WallS, r.TokensPerS)
-	if r.CPUSPerMTok > 0 {
+	if r.ReqPerS > 0 {
+		fmt.Fprintf(w, "  %6.0f req/s  cpu %.0f µs/request (%.0f%% of cores)", r.ReqPerS, r.CPUUsPerReq, 100*r.CPUUtil)
+	} else if r.CPUSPerMTok > 0 {
 		fmt.Fprintf(w, "  cpu %.2f s/Mtok (%.0f%% of cores)", r.CPUSPerMTok, 100*r.CPUUtil)
 	}
 	if r.ErrP99Ms > 0 || r.ErrP50Ms > 0 {
@@ -195,6 +236,7 @@ type harness struct {
 	base    string
 	tok     tokenize.Tokenizer
 	rxStamp bool
+	offered float64 // tokens/s the paced and burst streams offer in all (at most 500 per stream)
 }
 
 // source sends the same short prompt with the server's pacing in the body.
@@ -254,12 +296,9 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 }
 
 func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 0
-	tr.MaxIdleConnsPerHost = 10000
-	tr.ResponseHeaderTimeout = 0
-	if h.rxStamp {
-		tr.DialContext = api.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	tr := api.NewTransport() // what tokbench bench measures with
+	if !h.rxStamp {
+		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	ad := &stampAdapter{OpenAI: api.OpenAI{Chat: true}, collect: collect}
 	r := &load.Runner{
@@ -312,13 +351,22 @@ func clientBlock(l metrics.Level) json.RawMessage {
 }
 
 // paced: c streams, 64 tokens each one chunk at a time, at a gap that keeps
-// the offered load near 50,000 tokens/s; measures the timing error.
-func (h *harness) paced(c int) (Result, error) {
+// the offered load near 50,000 tokens/s; measures the timing error. The
+// users start evenly over one answer's length (bench --ramp-up), so the
+// level is c streams in steady state: about c/1.3 s request starts a second
+// rather than c at one instant (that is the burst scenario).
+func (h *harness) paced(c int) (Result, error) { return h.streams("paced", c, true) }
+
+// burst: the paced load with every user starting at the same instant, two
+// rounds in lockstep: c request starts at once, twice.
+func (h *harness) burst(c int) (Result, error) { return h.streams("burst", c, false) }
+
+func (h *harness) streams(name string, c int, ramp bool) (Result, error) {
 	tokens, rounds := 64, 2
 	if c >= 5000 {
 		tokens, rounds = 32, 1
 	}
-	gap := max(2*time.Millisecond, time.Duration(c)*20*time.Microsecond)
+	gap := max(2*time.Millisecond, time.Duration(float64(c)/h.offered*float64(time.Second)))
 	r, ad, closeIdle := h.runner(true)
 	defer closeIdle()
 	// Warm-up requests (one per stream, not recorded) open the connections
@@ -333,7 +381,10 @@ func (h *harness) paced(c int) (Result, error) {
 	ad.collect = true
 	ad.mu.Unlock()
 	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: max(c*rounds, 20)}
-	out, _, err := h.level("paced", r, lv, src)
+	if ramp {
+		lv.RampUp = src.ttft + time.Duration(tokens)*gap
+	}
+	out, _, err := h.level(name, r, lv, src)
 	if err != nil {
 		return out, err
 	}
@@ -344,12 +395,26 @@ func (h *harness) paced(c int) (Result, error) {
 	slices.Sort(ad.first)
 	out.ErrP50Ms, out.ErrP99Ms = metrics.Percentile(ad.errs, 50), metrics.Percentile(ad.errs, 99)
 	if len(ad.errs) > 0 {
-		out.ErrMaxMs = ad.errs[len(ad.errs)-1]
+		out.ErrMinMs, out.ErrMaxMs = ad.errs[0], ad.errs[len(ad.errs)-1]
 	}
 	out.TTFTErrP50, out.TTFTErrP99 = metrics.Percentile(ad.first, 50), metrics.Percentile(ad.first, 99)
 	slices.Sort(ad.steady)
 	out.SteadyP99Ms = metrics.Percentile(ad.steady, 99)
 	return out, nil
+}
+
+// requests: c closed-loop users of one-token answers with no server delay;
+// measures the request rate the client sustains and its CPU per request.
+func (h *harness) requests(c int) (Result, error) {
+	r, _, closeIdle := h.runner(false)
+	defer closeIdle()
+	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: max(20*c, 2000)}
+	out, _, err := h.level("requests", r, lv, source{tokens: 1})
+	if out.Requests > 0 {
+		out.CPUUsPerReq = out.CPUSPerMTok // one token per request: s per million = µs per request
+		out.ReqPerS = float64(out.Requests) / out.WallS
+	}
+	return out, err
 }
 
 // flat: c streams of 2,000 tokens written as fast as the socket takes them,
@@ -467,7 +532,7 @@ type serverProc struct {
 
 // startServer builds (unless given) and starts the fake server, and waits
 // for its address.
-func startServer(bin string) (*serverProc, error) {
+func startServer(bin, cpuProfile string) (*serverProc, error) {
 	p := &serverProc{}
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "tokbench-harness-")
@@ -483,7 +548,11 @@ func startServer(bin string) (*serverProc, error) {
 			return nil, fmt.Errorf("build fakeserver: %w", err)
 		}
 	}
-	p.cmd = exec.Command(bin, "-addr", "127.0.0.1:0", "-max", "15m")
+	args := []string{"-addr", "127.0.0.1:0", "-max", "15m"}
+	if cpuProfile != "" {
+		args = append(args, "-cpuprofile", cpuProfile)
+	}
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stderr = os.Stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestHarnessPacedAndRequests runs the harness itself, small: the fake
+// server is built and started as its own process, 10 paced streams and 10
+// users of one-token answers run against it, and the figures come back
+// whole. Every chunk carries the server's send instant, so a recorded
+// arrival earlier than it would be a broken stamp: the smallest error must
+// not be negative beyond clock-reading noise.
+func TestHarnessPacedAndRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the fake server")
+	}
+	out := filepath.Join(t.TempDir(), "results.json")
+	var stdout bytes.Buffer
+	for _, only := range []string{"paced", "requests"} {
+		if err := run([]string{"-only", only, "-levels", "10", "-request-levels", "10", "-json", out}, &stdout); err != nil {
+			t.Fatalf("harness -only %s: %v\n%s", only, err, stdout.String())
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res []Result
+		if err := json.Unmarshal(b, &res); err != nil || len(res) != 1 {
+			t.Fatalf("results: %v %s", err, b)
+		}
+		r := res[0]
+		r.Client = nil
+		t.Logf("%s: %+v", only, r)
+		if r.Failed != 0 {
+			t.Errorf("%s: %d requests failed: %q", only, r.Failed, r.Warnings)
+		}
+		switch only {
+		case "paced": // 10 streams × 2 rounds (at least 20 requests) × 64 tokens
+			if r.Requests != 20 || r.Tokens != 20*64 {
+				t.Errorf("paced: %d requests, %d tokens; want 20 and 1280", r.Requests, r.Tokens)
+			}
+			if r.ErrMinMs < -0.05 {
+				t.Errorf("paced: a chunk stamped %.3f ms before the server wrote it", -r.ErrMinMs)
+			}
+			if r.ErrP50Ms <= r.ErrMinMs || r.ErrP50Ms > 5 {
+				t.Errorf("paced: chunk error p50 %.3f ms (min %.3f); want a small positive delay", r.ErrP50Ms, r.ErrMinMs)
+			}
+		case "requests": // max(20 × 10, 2000) one-token answers
+			if r.Requests != 2000 || r.Tokens != 2000 || r.ReqPerS <= 0 || r.CPUUsPerReq <= 0 {
+				t.Errorf("requests: %+v", r)
+			}
+		}
+	}
+}
