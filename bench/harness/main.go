@@ -137,6 +137,10 @@ func run(args []string, stdout io.Writer) error {
 		}
 		results = append(results, r)
 		printResult(stdout, r)
+		// Let the previous scenario's connections close on both sides and
+		// its garbage go before the next one starts.
+		runtime.GC()
+		time.Sleep(300 * time.Millisecond)
 		return nil
 	}
 	want := func(kind string) bool { return *only == "" || *only == kind }
