@@ -26,14 +26,8 @@ func selfCheckWarnings(lv metrics.Level) []string {
 	return w
 }
 
-// TestSelfCheckFiresWhenStarved starves the client on purpose: one
-// processor and four goroutines spinning on it for the whole level. The
-// level must say that the client may have distorted it.
-func TestSelfCheckFiresWhenStarved(t *testing.T) {
-	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 20, Usage: true})
-	defer srv.Close()
-	r := newRunner(t, srv)
-
+// starved runs f on one processor with four goroutines spinning on it.
+func starved(f func() (Result, error)) (Result, error) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -43,10 +37,21 @@ func TestSelfCheckFiresWhenStarved(t *testing.T) {
 			}
 		})
 	}
+	defer wg.Wait()
+	defer stop.Store(true)
+	return f()
+}
+
+// TestSelfCheckFiresWhenStarved starves the client on purpose: one
+// processor and four goroutines spinning on it for the whole level. The
+// level must say that the client may have distorted it.
+func TestSelfCheckFiresWhenStarved(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 20, Usage: true})
+	defer srv.Close()
+	r := newRunner(t, srv)
+
 	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 2}, Requests: 10}
-	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 20})
-	stop.Store(true)
-	wg.Wait()
+	res, err := starved(func() (Result, error) { return r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 20}) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,19 +200,8 @@ func TestSelfCheckKernelStampsStarved(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	r.Client.HTTP = &http.Client{Transport: tr}
 
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for n := 0; !stop.Load(); n++ {
-			}
-		})
-	}
 	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 4}, Requests: 12}
-	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 20})
-	stop.Store(true)
-	wg.Wait()
+	res, err := starved(func() (Result, error) { return r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 20}) })
 	if err != nil {
 		t.Fatal(err)
 	}
