@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -409,6 +410,10 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	defer timer.Stop()
 	pt := newPreciseTimer()
 	defer pt.close()
+	// The last stretch before each send is a busy wait of at most a tenth
+	// of the mean gap between sends (0.2 ms at 500 req/s), so its CPU stays
+	// under a tenth of a core.
+	spin := min(maxSpin, time.Duration(float64(time.Second)/rate/10))
 sending:
 	for i, off := range offsets {
 		if r.abort.Load() {
@@ -418,7 +423,7 @@ sending:
 		// The request is built before its instant, and the wait ends with a
 		// precise sleep: Go's timers alone wake up to 1 ms late.
 		req, inTok := src.Request(i)
-		if !sleepUntil(ctx.Done(), timer, pt, due) {
+		if !sleepUntil(ctx.Done(), timer, pt, due, spin) {
 			break sending
 		}
 		if slots != nil {
@@ -441,10 +446,15 @@ sending:
 			}
 			r.finish(rec, keep, &lastEnd)
 		}()
+		// Let the send run now, before this loop builds the next request.
+		runtime.Gosched()
 	}
 	wg.Wait()
 	return time.Duration(lastEnd.Load()), nil
 }
+
+// maxSpin bounds the busy wait before an open-loop send.
+const maxSpin = 200 * time.Microsecond
 
 // retryable reports whether a failed response may be sent again: the server
 // shed load or broke before producing a token.

@@ -9,9 +9,12 @@
 // closes (the harness holds the pipe), on SIGINT/SIGTERM, or after -max.
 //
 // Each request's JSON body sets max_tokens (default 64) and, optionally,
-// "bench": {"ttft_us": N, "gap_us": N, "burst": N}: the first token chunk
-// goes out ttft_us after the request was read, then a write of burst chunks
-// (default 1) every gap_us (0: as fast as the socket takes them). Every token
+// "bench": {"ttft_us": N, "gap_us": N, "burst": N, "step": true}: the first
+// token chunk goes out ttft_us after the request was read, then a write of
+// burst chunks (default 1) every gap_us (0: as fast as the socket takes
+// them). With step, writes fall on a grid of gap_us shared by all streams
+// (the first token at the first grid instant ttft_us after the request), as
+// a batching engine emits every running sequence's token at each decode step. Every token
 // chunk's content is " t<unix nanoseconds>", the wall-clock instant taken
 // right before the write that carries it. The stream ends with a
 // finish_reason chunk, a usage chunk and [DONE].
@@ -142,8 +145,12 @@ type body struct {
 		TTFTUs int64 `json:"ttft_us"`
 		GapUs  int64 `json:"gap_us"`
 		Burst  int   `json:"burst"`
+		Step   bool  `json:"step"`
 	} `json:"bench"`
 }
+
+// stepStart is the origin of the step grid.
+var stepStart = time.Now()
 
 const header = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -171,8 +178,13 @@ func (s *server) conn(c net.Conn) {
 		if _, err := io.WriteString(c, header); err != nil {
 			return
 		}
-		st := &stream{conn: c, due: time.Now().Add(time.Duration(b.Bench.TTFTUs) * time.Microsecond),
-			gap: time.Duration(b.Bench.GapUs) * time.Microsecond, burst: max(b.Bench.Burst, 1),
+		due := time.Now().Add(time.Duration(b.Bench.TTFTUs) * time.Microsecond)
+		gap := time.Duration(b.Bench.GapUs) * time.Microsecond
+		if b.Bench.Step && gap > 0 {
+			due = stepStart.Add(due.Sub(stepStart).Truncate(gap) + gap) // the next step
+		}
+		st := &stream{conn: c, due: due,
+			gap: gap, burst: max(b.Bench.Burst, 1),
 			remaining: b.MaxTokens, tokens: b.MaxTokens, done: make(chan error, 1)}
 		s.mu.Lock()
 		sh := s.shards[s.next%len(s.shards)]

@@ -90,6 +90,7 @@ func run(args []string, stdout io.Writer) error {
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
 	offered := fs.Float64("offered", 50000, "tokens/s the paced and burst scenarios offer across all streams (each stream at most 500)")
+	step := fs.Bool("step", false, "paced and burst streams write on one step grid, every stream's chunk at the same instant, as a batching engine's decode steps")
 	serverProfile := fs.String("server-cpuprofile", "", "have the server write a CPU profile of itself to this file")
 	rxStamp := fs.Bool("rxstamp", true, "stamp chunks with the kernel's receive instant, as tokbench bench does (false: the instant the client read them)")
 	if err := fs.Parse(args); err != nil {
@@ -128,7 +129,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp, offered: *offered}
+	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp, offered: *offered, step: *step}
 	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process), kernel receive stamps %v\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), srv.addr, *rxStamp)
 	var results []Result
 	emit := func(r Result, err error) error {
@@ -241,6 +242,7 @@ type harness struct {
 	tok     tokenize.Tokenizer
 	rxStamp bool
 	offered float64 // tokens/s the paced and burst streams offer in all (at most 500 per stream)
+	step    bool    // paced and burst streams write on a step grid shared by all streams
 }
 
 // source sends the same short prompt with the server's pacing in the body.
@@ -248,13 +250,14 @@ type source struct {
 	tokens    int
 	ttft, gap time.Duration
 	burst     int
+	step      bool // writes on the server's step grid, as a batching engine
 }
 
 func (s source) Request(int) (*api.Request, int) {
 	return &api.Request{Model: "fake", MaxTokens: s.tokens,
 		Messages: []api.Message{{Role: "user", Content: "hello there"}},
 		Extra: map[string]any{"bench": map[string]any{
-			"ttft_us": s.ttft.Microseconds(), "gap_us": s.gap.Microseconds(), "burst": s.burst}},
+			"ttft_us": s.ttft.Microseconds(), "gap_us": s.gap.Microseconds(), "burst": s.burst, "step": s.step}},
 	}, 2
 }
 
@@ -375,7 +378,7 @@ func (h *harness) streams(name string, c int, ramp bool) (Result, error) {
 	defer closeIdle()
 	// Warm-up requests (one per stream, not recorded) open the connections
 	// first, so that the figures are the steady state, not c dials at once.
-	src := source{tokens: tokens, ttft: 5 * time.Millisecond, gap: gap, burst: 1}
+	src := source{tokens: tokens, ttft: 5 * time.Millisecond, gap: gap, burst: 1, step: h.step}
 	warm := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: c}
 	ad.collect = false
 	if _, err := r.RunLevel(context.Background(), 0, warm, source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}); err != nil {
