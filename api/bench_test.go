@@ -85,6 +85,34 @@ func BenchmarkDo(b *testing.B) {
 	done()
 }
 
+// ollamaBody is a complete Ollama /api/chat stream of n token lines and
+// the final line with the counts.
+func ollamaBody(n int) []byte {
+	var b bytes.Buffer
+	words := []string{" the", " time", " water", " people", " world", " house", " light", " music"}
+	for i := range n {
+		fmt.Fprintf(&b, `{"model":"llama3.1:8b","created_at":"2026-11-29T20:00:00.123456789Z","message":{"role":"assistant","content":%q},"done":false}`+"\n", words[i%len(words)])
+	}
+	fmt.Fprintf(&b, `{"model":"llama3.1:8b","created_at":"2026-11-29T20:00:01Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"length","total_duration":1000000000,"load_duration":1000000,"prompt_eval_count":12,"prompt_eval_duration":10000000,"eval_count":%d,"eval_duration":900000000}`+"\n", n)
+	return b.Bytes()
+}
+
+// BenchmarkOllamaDecode decodes a 256-token Ollama NDJSON stream from
+// memory: line framing and JSON per line.
+func BenchmarkOllamaDecode(b *testing.B) {
+	const tokens = 256
+	body := ollamaBody(tokens)
+	done := perToken(b, tokens)
+	for b.Loop() {
+		var resp Response
+		Ollama{Chat: true}.Decode(bytes.NewReader(body), &resp)
+		if resp.Failed() || len(resp.Chunks) != tokens || resp.Usage == nil || resp.Usage.CompletionTokens != tokens {
+			b.Fatalf("decode: %s %s, %d chunks, usage %+v", resp.ErrorClass, resp.Error, len(resp.Chunks), resp.Usage)
+		}
+	}
+	done()
+}
+
 // BenchmarkOpenAIDecodeMegabyteChunk decodes a stream whose one content
 // chunk is a 1 MiB line: the scanner's pass over it should run at memory
 // speed, like short chunks.

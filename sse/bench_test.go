@@ -47,3 +47,28 @@ func BenchmarkDecoderChunk(b *testing.B) {
 		})
 	}
 }
+
+// benchLine is a typical Ollama /api/chat NDJSON line.
+const benchLine = `{"model":"llama3.1:8b","created_at":"2026-11-29T20:00:00.123456789Z","message":{"role":"assistant","content":" world"},"done":false}` + "\n"
+
+// BenchmarkLineDecoderChunk decodes one NDJSON line per op, as Ollama
+// streams them, read in 4 KiB and in 64-byte pieces.
+func BenchmarkLineDecoderChunk(b *testing.B) {
+	for _, read := range []int{4 << 10, 64} {
+		b.Run(fmt.Sprintf("read=%d", read), func(b *testing.B) {
+			var stream []byte
+			for range 64 {
+				stream = append(stream, benchLine...)
+			}
+			d := NewLineDecoder(&loopReader{b: stream, n: read})
+			b.ReportAllocs()
+			b.SetBytes(int64(len(benchLine)))
+			for b.Loop() {
+				if _, err := d.Next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/token")
+		})
+	}
+}
