@@ -61,6 +61,10 @@ type Chunk struct {
 	At        time.Time
 	Text      string // answer text
 	Reasoning string // reasoning ("thinking") text
+	// Cumulative is the server's completion_tokens so far when the chunk
+	// itself carried usage (vLLM's continuous_usage_stats, some SGLang
+	// versions and proxies); 0 if it did not.
+	Cumulative int
 }
 
 // Usage is the server's token accounting.

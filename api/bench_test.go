@@ -26,6 +26,23 @@ func benchBody(n int) []byte {
 	return b.Bytes()
 }
 
+// benchBodyContinuous is benchBody with the running usage in every chunk,
+// as vLLM sends it with stream_options.continuous_usage_stats.
+func benchBodyContinuous(n int) []byte {
+	var b bytes.Buffer
+	const head = `data: {"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1700000000,"model":"llama-3.1-8b","choices":[{"index":0,`
+	const usage = `,"usage":{"prompt_tokens":12,"total_tokens":%d,"completion_tokens":%d}}` + "\n\n"
+	fmt.Fprintf(&b, head+`"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`+usage, 12, 0)
+	words := []string{" the", " time", " water", " people", " world", " house", " light", " music"}
+	for i := range n {
+		fmt.Fprintf(&b, head+`"delta":{"content":%q},"logprobs":null,"finish_reason":null}]`+usage, words[i%len(words)], 13+i, i+1)
+	}
+	fmt.Fprintf(&b, head+`"delta":{},"logprobs":null,"finish_reason":"length"}]`+usage, n+12, n)
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1700000000,"model":"llama-3.1-8b","choices":[]`+usage, n+12, n)
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
+
 // perToken reports ns/token and allocs/token of a benchmark whose every op
 // handles tokens tokens. Call before the loop; call the result after it.
 func perToken(b *testing.B, tokens int) func() {
@@ -55,6 +72,22 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 		OpenAI{Chat: true}.Decode(bytes.NewReader(body), &resp)
 		if resp.Failed() || len(resp.Chunks) != tokens {
 			b.Fatalf("decode: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+		}
+	}
+	done()
+}
+
+// BenchmarkOpenAIDecodeContinuousUsage is BenchmarkOpenAIDecode with usage
+// in every chunk: reading it must not cost an allocation per chunk.
+func BenchmarkOpenAIDecodeContinuousUsage(b *testing.B) {
+	const tokens = 256
+	body := benchBodyContinuous(tokens)
+	done := perToken(b, tokens)
+	for b.Loop() {
+		var resp Response
+		OpenAI{Chat: true}.Decode(bytes.NewReader(body), &resp)
+		if resp.Failed() || len(resp.Chunks) != tokens || resp.Usage == nil || resp.Usage.CompletionTokens != tokens {
+			b.Fatalf("decode: %s %s, %d chunks, usage %+v", resp.ErrorClass, resp.Error, len(resp.Chunks), resp.Usage)
 		}
 	}
 	done()

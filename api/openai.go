@@ -188,10 +188,18 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			if len(c.reasoning) > 0 {
 				ch.Reasoning = string(c.reasoning)
 			}
+			if c.hasUsage && c.completionTokens > 0 {
+				ch.Cumulative = c.completionTokens
+			}
 			resp.Chunks = append(resp.Chunks, ch)
 		}
 		if c.hasUsage {
-			resp.Usage = &Usage{PromptTokens: c.promptTokens, CompletionTokens: c.completionTokens,
+			// The last usage seen is the answer's. A server that sends it
+			// with every chunk overwrites it in place: no allocation per chunk.
+			if resp.Usage == nil {
+				resp.Usage = new(Usage)
+			}
+			*resp.Usage = Usage{PromptTokens: c.promptTokens, CompletionTokens: c.completionTokens,
 				ReasoningTokens: c.reasoningTokens}
 		}
 		if resp.Finish != "" && resp.Usage != nil {

@@ -59,6 +59,7 @@ var scannerSeeds = []string{
 	`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\""}},{"function":{"arguments":":1}"}}]}}]}`,
 	`{"choices":[{"text":"legacy","finish_reason":"length"}]}`,
 	`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"completion_tokens_details":{"reasoning_tokens":3}}}`,
+	`{"choices":[{"index":0,"delta":{"content":" sky"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":18,"total_tokens":20,"completion_tokens":2}}`,
 	`{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"prompt_n":3,"prompt_ms":1.5,"prompt_per_second":2000,"predicted_ms":90.25,"predicted_per_second":96.9e0}}`,
 	`{"error":{"message":"boom"}}`,
 	`{"error":null,"object":"error"}`,

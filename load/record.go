@@ -23,9 +23,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // Record turns a response into a metrics.Record. Output tokens come from the
 // server's usage when it reports them, else from an exact count of the
-// streamed text (answer and reasoning) with tok; they are then spread over
-// the chunks in proportion to each chunk's own count, so a chunk carrying k
-// tokens counts k, never one.
+// streamed text (answer and reasoning) with tok. When every token chunk
+// carried the server's running completion_tokens (see usageDeltas), each
+// chunk counts the difference from the one before; otherwise the total is
+// spread over the chunks in proportion to each chunk's own count. Either
+// way a chunk carrying k tokens counts k, never one.
 func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics.Record {
 	rec := metrics.Record{
 		ID:                    info.ID,
@@ -51,9 +53,17 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	rec.OK = true
 	n := len(resp.Chunks)
 	rec.ChunkMs = make([]float64, n)
-	estimate := make([]int, n)
-	// The whole text is only needed when the server sent no usage.
+	// The whole text is only needed when the server sent no usage, and
+	// each chunk's own count only when the server's counts per chunk are
+	// missing or inconsistent.
 	usage := resp.Usage != nil && resp.Usage.CompletionTokens > 0
+	var exact, estimate []int
+	if usage {
+		exact = usageDeltas(resp.Chunks, resp.Usage.CompletionTokens)
+	}
+	if exact == nil {
+		estimate = make([]int, n)
+	}
 	var text, reasoning strings.Builder
 	visible := -1
 	for i, c := range resp.Chunks {
@@ -64,13 +74,17 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		}
 		rec.ChunkMs[i] = ms(c.At.Sub(resp.Start))
 		if c.Text != "" {
-			estimate[i] = tok.Count(c.Text)
+			if estimate != nil {
+				estimate[i] = tok.Count(c.Text)
+			}
 			if !usage {
 				text.WriteString(c.Text)
 			}
 		}
 		if c.Reasoning != "" {
-			estimate[i] += tok.Count(c.Reasoning)
+			if estimate != nil {
+				estimate[i] += tok.Count(c.Reasoning)
+			}
 			reasoning.WriteString(c.Reasoning)
 		}
 		if visible < 0 && c.Text != "" {
@@ -105,6 +119,39 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	} else {
 		rec.InputTokens = tok.Count(info.Prompt)
 	}
-	rec.ChunkTokens = metrics.AssignTokens(estimate, rec.OutputTokens)
+	if exact != nil {
+		rec.ChunkTokens = exact
+	} else {
+		rec.ChunkTokens = metrics.AssignTokens(estimate, rec.OutputTokens)
+	}
 	return rec
+}
+
+// usageDeltas returns each token chunk's exact output tokens (answer and
+// reasoning alike) when every one of them carried the server's running
+// completion_tokens: the difference from the chunk before, the first
+// chunk's being its own value. It returns nil, and Record estimates, unless
+// the values rise strictly from chunk to chunk and the last equals total, the
+// answer's usage. A chunk without usage, a value that stands still (a token
+// chunk of no tokens) or falls, or a final usage that disagrees means the
+// server's counts do not describe its chunks. Usage on chunks without text
+// (a role chunk, an empty finish chunk) is not looked at.
+func usageDeltas(chunks []api.Chunk, total int) []int {
+	if len(chunks) == 0 || chunks[len(chunks)-1].Cumulative != total {
+		return nil
+	}
+	prev := 0
+	for _, c := range chunks {
+		if c.Cumulative <= prev {
+			return nil
+		}
+		prev = c.Cumulative
+	}
+	out := make([]int, len(chunks))
+	prev = 0
+	for i, c := range chunks {
+		out[i] = c.Cumulative - prev
+		prev = c.Cumulative
+	}
+	return out
 }

@@ -44,6 +44,15 @@ type Script struct {
 	// in a known way (gap = Gap + GapPerInflight·(in flight − 1)).
 	GapPerInflight time.Duration
 
+	// ChunkSizes, when set, are the tokens of the chunks in turn, repeating
+	// (3, 1, 2: speculative decoding accepting a varying number of drafts);
+	// it overrides PerChunk.
+	ChunkSizes []int
+	// ContinuousUsage puts the running usage (completion_tokens so far) in
+	// every chunk as well, the role chunk's at 0, as vLLM does with
+	// stream_options.continuous_usage_stats. Only with Usage, when asked.
+	ContinuousUsage bool
+
 	// Fault, when set, is chosen per request number (0-based, in arrival order).
 	Fault func(n int) Fault
 }
@@ -219,7 +228,18 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s%s%s", data, eol, eol)
 		fl.Flush()
 	}
-	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, 7, s.Tokens, 7+s.Tokens)
+	usageAt := func(n int) string {
+		return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, 7, n, 7+n)
+	}
+	usage := usageAt(s.Tokens)
+	// running is the usage every chunk carries with ContinuousUsage: the
+	// tokens sent so far, n.
+	running := func(n int) string {
+		if !wantUsage || !s.ContinuousUsage {
+			return ""
+		}
+		return usageAt(n)
+	}
 	chunk := func(content, reasoning, finish, usageJSON string) string {
 		fin := "null"
 		if finish != "" {
@@ -242,7 +262,11 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return fmt.Sprintf(`{"id":"`+id+`","object":"chat.completion.chunk","choices":[{"index":0,"delta":%s,"finish_reason":%s}]%s}`, delta, fin, u)
 	}
 	if s.RoleChunk && !s.Completions {
-		send(`{"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
+		u := ""
+		if ru := running(0); ru != "" {
+			u = `,"usage":` + ru
+		}
+		send(`{"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]` + u + `}`)
 	}
 	tok := 0
 	for c := 0; tok < s.Tokens; c++ {
@@ -272,10 +296,16 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		var text, reasoning strings.Builder
 		before := tok
-		for k := 0; k < s.PerChunk && tok < s.Tokens; k++ {
+		per := s.PerChunk
+		if len(s.ChunkSizes) > 0 {
+			per = max(s.ChunkSizes[c%len(s.ChunkSizes)], 1)
+		}
+		reasoningTok := 0 // of this chunk
+		for k := 0; k < per && tok < s.Tokens; k++ {
 			word := Words[tok%len(Words)]
 			if tok < s.Reasoning {
 				reasoning.WriteString(word)
+				reasoningTok++
 			} else {
 				text.WriteString(word)
 			}
@@ -286,10 +316,10 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		var ev strings.Builder
 		nr, nt := reasoning.Len(), text.Len()
 		if nr > 0 {
-			fmt.Fprintf(&ev, "data: %s%s%s", chunk("", reasoning.String(), "", ""), eol, eol)
+			fmt.Fprintf(&ev, "data: %s%s%s", chunk("", reasoning.String(), "", running(before+reasoningTok)), eol, eol)
 		}
 		if nt > 0 || nr == 0 {
-			fmt.Fprintf(&ev, "data: %s%s%s", chunk(text.String(), "", "", ""), eol, eol)
+			fmt.Fprintf(&ev, "data: %s%s%s", chunk(text.String(), "", "", running(tok)), eol, eol)
 		}
 		at := time.Now() // the instant the bytes start on their way
 		fmt.Fprint(w, ev.String())
@@ -300,13 +330,13 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		if s.EmptyDeltas {
-			send(chunk("", "", "", ""))
+			send(chunk("", "", "", running(tok)))
 		}
 	}
 	if wantUsage && s.UsageInline {
 		send(chunk("", "", "length", usage))
 	} else {
-		send(chunk("", "", "length", ""))
+		send(chunk("", "", "length", running(tok)))
 		if wantUsage {
 			send(`{"id":"` + id + `","object":"chat.completion.chunk","choices":[],"usage":` + usage + `}`)
 		}
