@@ -148,8 +148,10 @@ func TestHealthWarnings(t *testing.T) {
 			h := late
 			h.KernelStamps, h.FirstChunksSharingStamp, h.ChunksSharingStamp = true, 0.6, 0.009
 			return h
-		}(), []string{"lag p99 6.0 ms, max 21.0 ms) and 60.0% of first token chunks (0.9% of all) share their kernel receive stamp"}},
-		{"kernel stamps, on time but for one hiccup, chunks shared (server wrote them together)", metrics.ClientHealth{GOMAXPROCS: 2, TickLagP99Ms: 0.3, TickLagMaxMs: 2.7, GCPauseMaxMs: 2.6, KernelStamps: true, FirstChunksSharingStamp: 1, ChunksSharingStamp: 1}, nil},
+		}(), []string{"lag p99 6.0 ms, max 21.0 ms; GC pause max 0.0 ms) and 60.0% of first token chunks (0.9% of all) share their kernel receive stamp"}},
+		{"kernel stamps, on time, chunks shared (server wrote them together)", metrics.ClientHealth{GOMAXPROCS: 2, TickLagP99Ms: 0.3, TickLagMaxMs: 1.5, GCPauseMaxMs: 0.5, KernelStamps: true, FirstChunksSharingStamp: 1, ChunksSharingStamp: 1}, nil},
+		{"kernel stamps, one stall, chunks shared", metrics.ClientHealth{GOMAXPROCS: 2, TickLagP99Ms: 1.7, TickLagMaxMs: 2.6, KernelStamps: true, ChunksSharingStamp: 0.05}, []string{"lag p99 1.7 ms, max 2.6 ms; GC pause max 0.0 ms) and 0.0% of first token chunks (5.0% of all)"}},
+		{"kernel stamps, GC pause, chunks shared", metrics.ClientHealth{GOMAXPROCS: 2, GCPauseMaxMs: 5, KernelStamps: true, ChunksSharingStamp: 0.2}, []string{"GC pause max 5.0 ms"}},
 		{"busy cores", metrics.ClientHealth{GOMAXPROCS: 2, CPUUtilization: 0.9, KernelStamps: true}, []string{"used 90% of its 2 cores"}},
 	}
 	for _, c := range cases {
