@@ -73,6 +73,7 @@ type Result struct {
 	QueueP50Ms  float64         `json:"queue_p50_ms,omitempty"`
 	QueueP99Ms  float64         `json:"queue_p99_ms,omitempty"`
 	QueueMaxMs  float64         `json:"queue_max_ms,omitempty"`
+	SentPerS    float64         `json:"sent_per_s,omitempty"` // open loop: requests sent per second, first send to last
 	IdleHeapKB  float64         `json:"idle_go_kb_per_stream,omitempty"`
 	IdleRSSKB   float64         `json:"idle_rss_kb_per_stream,omitempty"`
 	PeakRSSMB   float64         `json:"peak_rss_mb"`
@@ -156,6 +157,9 @@ func run(args []string, stdout io.Writer) error {
 		if err := emit(h.pacing(500, 1500)); err != nil {
 			return err
 		}
+		if err := emit(h.pacing(5000, 10000)); err != nil {
+			return err
+		}
 	}
 	if want("paced") {
 		for _, c := range streams {
@@ -223,7 +227,7 @@ func printResult(w io.Writer, r Result) {
 			r.ErrP50Ms, r.ErrP99Ms, r.ErrMaxMs, r.SteadyP99Ms, r.TTFTErrP50, r.TTFTErrP99)
 	}
 	if r.RateRPS > 0 {
-		fmt.Fprintf(w, "  queue p50 %.3f p99 %.3f max %.2f ms", r.QueueP50Ms, r.QueueP99Ms, r.QueueMaxMs)
+		fmt.Fprintf(w, "  sent %.0f req/s  queue p50 %.3f p99 %.3f max %.2f ms", r.SentPerS, r.QueueP50Ms, r.QueueP99Ms, r.QueueMaxMs)
 	}
 	if r.IdleHeapKB > 0 {
 		fmt.Fprintf(w, "  idle: %.1f KB/stream Go memory, %.1f KB/stream RSS", r.IdleHeapKB, r.IdleRSSKB)
@@ -486,6 +490,17 @@ func (h *harness) pacing(rate float64, requests int) (Result, error) {
 	}
 	if q := res.Level.QueueMs; q != nil {
 		out.QueueP50Ms, out.QueueP99Ms, out.QueueMaxMs = q.P50, q.P99, q.Max
+	}
+	// The rate the sends kept: requests between the first and the last send.
+	var first, last float64
+	for i, rec := range res.Records {
+		if i == 0 || rec.OffsetMs < first {
+			first = rec.OffsetMs
+		}
+		last = max(last, rec.OffsetMs)
+	}
+	if last > first {
+		out.SentPerS = float64(len(res.Records)-1) / ((last - first) / 1000)
 	}
 	return out, nil
 }
