@@ -162,7 +162,6 @@ func TestContinuousUsageFallsBack(t *testing.T) {
 		{"a chunk without usage", []int{3, -1, 6, 9}, 0},
 		{"the first chunk without usage", []int{-1, 4, 6, 9}, 0},
 		{"zero in every chunk", []int{0, 0, 0, 0}, 9},
-		{"final usage above the last token chunk's (EOS)", []int{3, 4, 6, 9}, 10},
 		{"final usage below the last token chunk's", []int{3, 4, 6, 9}, 8},
 	}
 	for _, c := range cases {
@@ -199,5 +198,34 @@ func TestContinuousUsageFallsBack(t *testing.T) {
 				t.Errorf("output tokens %d, chunk tokens %v; want %d, %v (spread by local counts)", rec.OutputTokens, rec.ChunkTokens, total, want)
 			}
 		})
+	}
+}
+
+// TestContinuousUsageEOSAfterLastChunk: vLLM counts a stop's end-of-sequence
+// token in completion_tokens on the empty finish chunk, one above the last
+// text chunk's value. The chunks keep their exact counts and the token
+// without text goes to the last one, so the counts add up to the usage.
+func TestContinuousUsageEOSAfterLastChunk(t *testing.T) {
+	tok, err := tokenize.Get("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"The sky is", " blue", " thanks to", " Rayleigh scattering"} // cl100k: 3, 1, 2, 3
+	cum := []int{1, 4, 6, 9}                                                       // the first chunk carries 1, not its local 3
+	var body bytes.Buffer
+	for i, s := range texts {
+		fmt.Fprintf(&body, "data: {\"choices\":[{\"delta\":{\"content\":%q}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":%d}}\n\n", s, cum[i])
+	}
+	body.WriteString("data: {\"choices\":[{\"delta\":{\"content\":\"\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":10}}\n\n")
+	body.WriteString("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":10}}\n\ndata: [DONE]\n\n")
+	var resp api.Response
+	resp.Start = time.Now()
+	api.OpenAI{Chat: true}.Decode(strings.NewReader(body.String()), &resp)
+	if resp.Failed() || len(resp.Chunks) != len(texts) {
+		t.Fatalf("Decode: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+	}
+	rec := load.Record(&resp, tok, load.RecordInfo{LevelStart: resp.Start})
+	if want := []int{1, 3, 2, 4}; rec.OutputTokens != 10 || !slices.Equal(rec.ChunkTokens, want) {
+		t.Errorf("output tokens %d, chunk tokens %v; want 10, %v", rec.OutputTokens, rec.ChunkTokens, want)
 	}
 }

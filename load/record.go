@@ -130,14 +130,18 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 // usageDeltas returns each token chunk's exact output tokens (answer and
 // reasoning alike) when every one of them carried the server's running
 // completion_tokens: the difference from the chunk before, the first
-// chunk's being its own value. It returns nil, and Record estimates, unless
-// the values rise strictly from chunk to chunk and the last equals total, the
-// answer's usage. A chunk without usage, a value that stands still (a token
-// chunk of no tokens) or falls, or a final usage that disagrees means the
-// server's counts do not describe its chunks. Usage on chunks without text
-// (a role chunk, an empty finish chunk) is not looked at.
+// chunk's being its own value. Tokens the answer's usage counts after the
+// last token chunk — an end-of-sequence token or the tokens of a stop
+// string, which have no text and arrive on the finish chunk — go to the
+// last token chunk, as the estimate would also place them. It returns nil,
+// and Record estimates, unless the values rise strictly from chunk to chunk
+// and the last is at most total, the answer's usage. A chunk without usage,
+// a value that stands still (a token chunk of no tokens) or falls, or a
+// last value above the final usage means the server's counts do not
+// describe its chunks. Usage on chunks without text (a role chunk, an empty
+// finish chunk) is not looked at.
 func usageDeltas(chunks []api.Chunk, total int) []int {
-	if len(chunks) == 0 || chunks[len(chunks)-1].Cumulative != total {
+	if len(chunks) == 0 || chunks[len(chunks)-1].Cumulative > total {
 		return nil
 	}
 	prev := 0
@@ -153,5 +157,6 @@ func usageDeltas(chunks []api.Chunk, total int) []int {
 		out[i] = c.Cumulative - prev
 		prev = c.Cumulative
 	}
+	out[len(out)-1] += total - prev
 	return out
 }

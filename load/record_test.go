@@ -59,7 +59,7 @@ func TestRecordUsagePerChunk(t *testing.T) {
 		{"first chunk without usage", texts, []int{0, 4, 6, 9, 10}, 10, nil},
 		{"falling", texts, []int{3, 4, 6, 5, 10}, 10, nil},
 		{"standing still: a token chunk of no tokens", texts, []int{3, 4, 4, 9, 10}, 10, nil},
-		{"last below the final usage (EOS counted after it)", texts, []int{3, 4, 6, 9, 10}, 11, nil},
+		{"last below the final usage (EOS counted after it): the rest goes to the last chunk", texts, []int{3, 4, 6, 9, 10}, 11, []int{3, 1, 2, 3, 2}},
 		{"last above the final usage", texts, []int{3, 4, 6, 9, 12}, 10, nil},
 	}
 	for _, c := range cases {
