@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -41,5 +42,22 @@ func TestNativeURL(t *testing.T) {
 	}
 	if _, err := nativeURL("localhost:11434", "/api/chat"); err == nil {
 		t.Error("nativeURL accepted a URL without scheme")
+	}
+}
+
+// TestOpenAIStreamOptions: both OpenAI endpoints ask for usage, and for the
+// running usage in every chunk (vLLM's continuous_usage_stats) only when
+// ContinuousUsage is set, since other servers may reject the field.
+func TestOpenAIStreamOptions(t *testing.T) {
+	for _, a := range []OpenAI{{Chat: true}, {Chat: false}, {Chat: true, ContinuousUsage: true}, {Chat: false, ContinuousUsage: true}} {
+		path, _, body := capture(t, a, "/v1", &Request{Model: "m", Messages: []Message{{Role: "user", Content: "p"}}}, nil)
+		want := map[string]any{"include_usage": true}
+		if a.ContinuousUsage {
+			want["continuous_usage_stats"] = true
+		}
+		so, ok := body["stream_options"].(map[string]any)
+		if !ok || !maps.Equal(so, want) {
+			t.Errorf("%+v: POST %s stream_options = %#v, want %#v", a, path, body["stream_options"], want)
+		}
 	}
 }

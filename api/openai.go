@@ -19,8 +19,13 @@ import (
 // OpenAI speaks the OpenAI-compatible streaming APIs: chat completions
 // (Chat true) or legacy completions. It always asks for usage
 // (stream_options.include_usage) so token counts come from the server.
+// With ContinuousUsage it also asks for the running usage in every chunk
+// (stream_options.continuous_usage_stats, vLLM's extension), which gives
+// each chunk its exact token count. Servers that check stream_options
+// (OpenAI's own API) may reject that field: set it for vLLM only.
 type OpenAI struct {
-	Chat bool
+	Chat            bool
+	ContinuousUsage bool
 }
 
 // Name implements Adapter.
@@ -61,10 +66,14 @@ func (o OpenAI) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 	if err != nil {
 		return nil, err
 	}
+	streamOptions := map[string]any{"include_usage": true}
+	if o.ContinuousUsage {
+		streamOptions["continuous_usage_stats"] = true
+	}
 	body := map[string]any{
 		"model":          req.Model,
 		"stream":         true,
-		"stream_options": map[string]any{"include_usage": true},
+		"stream_options": streamOptions,
 	}
 	if o.Chat {
 		body["messages"] = req.Messages

@@ -46,6 +46,7 @@ type benchFlags struct {
 	paramsB               float64
 	engine, label         string
 	serverMetrics         bool
+	continuousUsage       string
 	lf                    loadFlags
 	wl                    workloadFlags
 	nf                    netFlags
@@ -96,6 +97,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
 	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
 	fl.BoolVar(&f.serverMetrics, "server-metrics", false, "scrape the server's /metrics (vLLM's latency histograms) around each level and record its mean TTFT, TPOT and E2E beside the client's (on when --api auto finds vLLM or the simulator)")
+	fl.StringVar(&f.continuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM), on, off; openai-chat and openai-completions only")
 	f.lf.register(fl)
 	f.nf.register(fl)
 	return cmd
@@ -183,6 +185,16 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		p.adapter = api.OpenAI{Chat: true} // until detectAPI probes the server
 	} else if p.adapter, err = api.ByName(f.apiName); err != nil {
 		return nil, usagef("--api: %v", err)
+	}
+	switch f.continuousUsage {
+	case "auto", "on", "off":
+	default:
+		return nil, usagef("--continuous-usage: unknown %q (known: auto, on, off)", f.continuousUsage)
+	}
+	if f.apiName != "auto" {
+		if err := p.setContinuousUsage(f.continuousUsage, ""); err != nil {
+			return nil, err
+		}
 	}
 	if f.apiName == "anthropic" && !set("api-key-env") {
 		f.apiKeyEnv = "ANTHROPIC_API_KEY"
@@ -281,14 +293,27 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == "tokbench-sim") {
 		f.serverMetrics = true
 	}
+	engine := "" // what the probes already made say the server is
+	if d := plan.detected; f.apiName == "auto" && d != nil {
+		engine = d.Engine
+	}
 	if f.model == "" {
-		m, maxLen, err := firstModel(ctx, httpClient, baseURL, plan.header)
+		m, maxLen, owner, err := firstModel(ctx, httpClient, baseURL, plan.header)
 		plan.maxModelLen = maxLen
 		if err != nil {
 			return usagef("--model: not given, and the server did not list one: %s", api.Scrub(err.Error(), plan.secrets))
 		}
 		f.model = m
 		target.Model = m
+		if engine == "" {
+			engine = owner
+		}
+	}
+	if err := plan.setContinuousUsage(f.continuousUsage, engine); err != nil {
+		return err
+	}
+	if f.continuousUsage == "auto" && plan.continuousUsage() {
+		fmt.Fprintln(env.Stderr, "tokbench: the server is vLLM: asking for usage in every chunk, for exact tokens per chunk (--continuous-usage off stops it)")
 	}
 
 	client := &api.Client{
@@ -447,41 +472,44 @@ func (p *benchPlan) withModelLen(m map[string]string) map[string]string {
 }
 
 // firstModel asks an OpenAI-style server for its model list: the first
-// model's id and, where the server says (vLLM), its max_model_len.
-func firstModel(ctx context.Context, c *http.Client, base string, h http.Header) (string, int, error) {
+// model's id, where the server says (vLLM) its max_model_len, and its
+// owned_by ("vllm" for vLLM).
+func firstModel(ctx context.Context, c *http.Client, base string, h http.Header) (id string, maxModelLen int, ownedBy string, err error) {
 	endpoint, err := (api.OpenAI{Chat: true}).Endpoint(base)
 	if err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	endpoint = strings.TrimSuffix(endpoint, "/chat/completions") + "/models"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	for k, vs := range h {
 		req.Header[k] = vs
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusOK {
-		return "", 0, fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
+		return "", 0, "", fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
 	}
 	var list struct {
 		Data []struct {
 			ID          string `json:"id"`
 			MaxModelLen int    `json:"max_model_len"`
+			OwnedBy     string `json:"owned_by"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", 0, fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
+		return "", 0, "", fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
 	}
-	return list.Data[0].ID, list.Data[0].MaxModelLen, nil
+	m := list.Data[0]
+	return m.ID, m.MaxModelLen, m.OwnedBy, nil
 }
 
 func (f *benchFlags) meta() map[string]string {
@@ -521,7 +549,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"concurrency": conc, "rate": rates, "arrival": f.arrival, "burstiness": f.burstiness,
 		"max_concurrency": f.maxConcurrency, "requests": f.requests, "duration": f.duration.String(),
 		"warmup": f.warmup, "input_tokens": f.inputTokens, "output_tokens": f.outputTokens,
-		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "headers": hs,
+		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "continuous_usage": p.continuousUsage(), "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
 		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "load": f.lf.describe(),
 		"shard":   f.lf.shardSpec,

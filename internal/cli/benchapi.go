@@ -76,6 +76,31 @@ func (p *benchPlan) detect(ctx context.Context, env Env, f *benchFlags, c *http.
 	return nil
 }
 
+// setContinuousUsage applies --continuous-usage (auto, on, off) to the
+// adapter: on asks for the running usage in every chunk, off never, auto
+// when engine — what --api auto detected, or the owned_by of the model list
+// bench read — is vLLM. Other servers may reject the field, so auto never
+// guesses. Only the OpenAI chat and completions adapters ask; on with
+// another is a usage error.
+func (p *benchPlan) setContinuousUsage(mode, engine string) error {
+	o, ok := p.adapter.(api.OpenAI)
+	if !ok {
+		if mode == "on" {
+			return usagef("--continuous-usage on: %s does not take it (only openai-chat and openai-completions do)", p.adapter.Name())
+		}
+		return nil
+	}
+	o.ContinuousUsage = mode == "on" || mode == "auto" && engine == "vllm"
+	p.adapter = o
+	return nil
+}
+
+// continuousUsage reports whether requests ask for usage in every chunk.
+func (p *benchPlan) continuousUsage() bool {
+	o, ok := p.adapter.(api.OpenAI)
+	return ok && o.ContinuousUsage
+}
+
 // withFacts adds what detection found to run.json meta: server_engine,
 // server_version, server_models, server_max_context and the model facts.
 // Flags the user gave win over the server's word.

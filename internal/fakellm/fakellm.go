@@ -52,6 +52,12 @@ type Script struct {
 	// every chunk as well, the role chunk's at 0, as vLLM does with
 	// stream_options.continuous_usage_stats. Only with Usage, when asked.
 	ContinuousUsage bool
+	// ContinuousUsageOnRequest is ContinuousUsage as vLLM does it: only for
+	// a request whose stream_options also has continuous_usage_stats true.
+	ContinuousUsageOnRequest bool
+	// OwnedBy is the owned_by of the model /v1/models lists ("vllm" for a
+	// fake vLLM); empty leaves the field out.
+	OwnedBy string
 
 	// Fault, when set, is chosen per request number (0-based, in arrival order).
 	Fault func(n int) Fault
@@ -163,7 +169,11 @@ func (s Script) Text() string {
 func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
-		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+		owned := ""
+		if f.script.OwnedBy != "" {
+			owned = fmt.Sprintf(`,"owned_by":%q`, f.script.OwnedBy)
+		}
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":"fake-model","object":"model"%s}]}`, owned)
 		return
 	}
 	if strings.HasSuffix(r.URL.Path, "/tokenize") {
@@ -212,11 +222,13 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"error":{"message":"scripted failure %d","type":"test"}}`, fault.Status)
 		return
 	}
-	wantUsage := false
+	wantUsage, wantContinuous := false, false
 	if so, ok := body["stream_options"].(map[string]any); ok {
 		wantUsage, _ = so["include_usage"].(bool)
+		wantContinuous, _ = so["continuous_usage_stats"].(bool)
 	}
 	wantUsage = wantUsage && s.Usage
+	continuous := wantUsage && (s.ContinuousUsage || s.ContinuousUsageOnRequest && wantContinuous)
 	eol := "\n"
 	if s.CRLF {
 		eol = "\r\n"
@@ -235,7 +247,7 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	// running is the usage every chunk carries with ContinuousUsage: the
 	// tokens sent so far, n.
 	running := func(n int) string {
-		if !wantUsage || !s.ContinuousUsage {
+		if !continuous {
 			return ""
 		}
 		return usageAt(n)
