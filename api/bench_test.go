@@ -64,14 +64,18 @@ func perToken(b *testing.B, tokens int) func() {
 //
 //	go test -run '^$' -bench 'OpenAIDecode|Do' -benchmem ./api
 func BenchmarkOpenAIDecode(b *testing.B) {
-	const tokens = 256
-	body := benchBody(tokens)
+	benchDecode(b, OpenAI{Chat: true}, benchBody(256), 256)
+}
+
+// benchDecode decodes body, a whole stream of tokens one-token chunks ending
+// with the server's usage, once per op, and reports per-token figures.
+func benchDecode(b *testing.B, ad Adapter, body []byte, tokens int) {
 	done := perToken(b, tokens)
 	for b.Loop() {
 		var resp Response
-		OpenAI{Chat: true}.Decode(bytes.NewReader(body), &resp)
-		if resp.Failed() || len(resp.Chunks) != tokens {
-			b.Fatalf("decode: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+		ad.Decode(bytes.NewReader(body), &resp)
+		if resp.Failed() || len(resp.Chunks) != tokens || resp.Usage == nil || resp.Usage.CompletionTokens != tokens {
+			b.Fatalf("decode: %s %s, %d chunks, usage %+v", resp.ErrorClass, resp.Error, len(resp.Chunks), resp.Usage)
 		}
 	}
 	done()
@@ -80,17 +84,7 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 // BenchmarkOpenAIDecodeContinuousUsage is BenchmarkOpenAIDecode with usage
 // in every chunk: reading it must not cost an allocation per chunk.
 func BenchmarkOpenAIDecodeContinuousUsage(b *testing.B) {
-	const tokens = 256
-	body := benchBodyContinuous(tokens)
-	done := perToken(b, tokens)
-	for b.Loop() {
-		var resp Response
-		OpenAI{Chat: true}.Decode(bytes.NewReader(body), &resp)
-		if resp.Failed() || len(resp.Chunks) != tokens || resp.Usage == nil || resp.Usage.CompletionTokens != tokens {
-			b.Fatalf("decode: %s %s, %d chunks, usage %+v", resp.ErrorClass, resp.Error, len(resp.Chunks), resp.Usage)
-		}
-	}
-	done()
+	benchDecode(b, OpenAI{Chat: true}, benchBodyContinuous(256), 256)
 }
 
 // BenchmarkDo runs whole requests (build, send, stream 256 tokens, decode)
@@ -133,17 +127,7 @@ func ollamaBody(n int) []byte {
 // BenchmarkOllamaDecode decodes a 256-token Ollama NDJSON stream from
 // memory: line framing and JSON per line.
 func BenchmarkOllamaDecode(b *testing.B) {
-	const tokens = 256
-	body := ollamaBody(tokens)
-	done := perToken(b, tokens)
-	for b.Loop() {
-		var resp Response
-		Ollama{Chat: true}.Decode(bytes.NewReader(body), &resp)
-		if resp.Failed() || len(resp.Chunks) != tokens || resp.Usage == nil || resp.Usage.CompletionTokens != tokens {
-			b.Fatalf("decode: %s %s, %d chunks, usage %+v", resp.ErrorClass, resp.Error, len(resp.Chunks), resp.Usage)
-		}
-	}
-	done()
+	benchDecode(b, Ollama{Chat: true}, ollamaBody(256), 256)
 }
 
 // BenchmarkOpenAIDecodeMegabyteChunk decodes a stream whose one content
