@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -322,7 +323,8 @@ func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
 
 // level runs one level and fills the common figures.
 func (h *harness) level(name string, r *load.Runner, lv load.Level, src load.Source) (Result, load.Result, error) {
-	runtime.GC()
+	debug.FreeOSMemory() // a collection, and the freed memory back to the system
+	resetPeakRSS()
 	cpu0 := cpuTime()
 	t0 := time.Now()
 	res, err := r.RunLevel(context.Background(), 0, lv, src)
@@ -513,7 +515,22 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// resetPeakRSS starts the process's peak resident set size afresh (Linux:
+// writing 5 to /proc/self/clear_refs), so each level reports its own peak.
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSSMB is the peak resident set size since resetPeakRSS (VmHWM), or
+// over the process's life where that cannot be read.
 func peakRSSMB() float64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				if kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64); err == nil {
+					return kb / 1024
+				}
+			}
+		}
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
