@@ -38,6 +38,9 @@ type completionRequest struct {
 	Stream              bool            `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
+		// ContinuousUsageStats puts the running usage in every token
+		// chunk, as vLLM does when asked.
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	N *int `json:"n"`
 	// Options carries Ollama's num_predict (its max_tokens).
@@ -372,8 +375,8 @@ func (s *Server) write(j job) {
 		buf = k.enc.nativeChunk(buf, j.c, &k.generated)
 		last = j.c.finish != FinishNone
 	} else {
-		buf = k.enc.tokenChunk(buf, j.c)
 		k.generated += j.c.tokens
+		buf = k.enc.tokenChunk(buf, j.c, j.st.req.PromptTokens, k.generated)
 		if j.c.finish != FinishNone {
 			last = true
 			if k.enc.includeUsage {
@@ -442,6 +445,8 @@ type encoder struct {
 	chat         bool
 	seed, id     uint64
 	includeUsage bool
+	// continuousUsage: every token chunk carries the running usage.
+	continuousUsage bool
 	// proto, prompt and start serve the native protocols (native.go);
 	// firstAt is when the first token was written.
 	proto   proto
@@ -461,7 +466,8 @@ type encoder struct {
 func newEncoder(s *Server, chat bool, id uint64, req *completionRequest) *encoder {
 	e := &encoder{
 		chat: chat, seed: s.cfg.Engine.Seed, id: id, created: s.created, model: s.cfg.ServedModel,
-		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		includeUsage:    req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		continuousUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats,
 	}
 	object := "text_completion"
 	if chat {
@@ -480,7 +486,10 @@ func (e *encoder) roleChunk(buf []byte) []byte {
 	return append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 }
 
-func (e *encoder) tokenChunk(buf []byte, c chunk) []byte {
+// tokenChunk writes one step's event; with continuous usage it carries
+// the usage so far (prompt and completion tokens, the latter counting this
+// chunk's).
+func (e *encoder) tokenChunk(buf []byte, c chunk, prompt, completion int) []byte {
 	buf = append(buf, e.head...)
 	if e.chat {
 		buf = append(buf, `{"index":0,"delta":{"content":"`...)
@@ -497,6 +506,10 @@ func (e *encoder) tokenChunk(buf []byte, c chunk) []byte {
 		buf = append(buf, "null"...)
 	} else {
 		buf = strconv.AppendQuote(buf, c.finish.String())
+	}
+	if e.continuousUsage {
+		return fmt.Appendf(buf, `}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
+			prompt, completion, prompt+completion)
 	}
 	return append(buf, "}]}\n\n"...)
 }

@@ -457,3 +457,49 @@ func TestMaxModelLenFollowsTheModel(t *testing.T) {
 		t.Errorf("MaxModelLen = %d, want 131072 (llama-3.1-8b's context)", got)
 	}
 }
+
+// TestContinuousUsageStats: asked for continuous usage stats, as vLLM is,
+// every token chunk carries the running usage, rising by exactly the tokens
+// (words) it carries — several per chunk with speculative decoding — and
+// ending at the final usage. Unasked, token chunks carry none.
+func TestContinuousUsageStats(t *testing.T) {
+	_, hs := testServer(t, func(c *Config) {
+		c.Engine.Spec = Spec{DraftTokens: 4, Acceptance: 0.8, DraftCostRatio: 0.1}
+	})
+	for _, asked := range []bool{true, false} {
+		opts := `{"include_usage":true}`
+		if asked {
+			opts = `{"include_usage":true,"continuous_usage_stats":true}`
+		}
+		resp := post(t, t.Context(), hs.URL+"/v1/chat/completions",
+			`{"model":"x","messages":[{"role":"user","content":"one two three four"}],"max_tokens":40,"stream":true,"stream_options":`+opts+`}`)
+		ev := sseEvents(t, resp.Body)
+		resp.Body.Close()
+		if len(ev) < 4 || ev[len(ev)-1] != "[DONE]" {
+			t.Fatalf("events: %q", ev)
+		}
+		var final streamChunk
+		if err := json.Unmarshal([]byte(ev[len(ev)-2]), &final); err != nil || final.Usage == nil || final.Usage.CompletionTokens != 40 {
+			t.Fatalf("final usage chunk %s: %v", ev[len(ev)-2], err)
+		}
+		running, multi := 0, false
+		for i := 1; i < len(ev)-2; i++ { // the token chunks
+			var c streamChunk
+			if err := json.Unmarshal([]byte(ev[i]), &c); err != nil {
+				t.Fatal(err)
+			}
+			words := strings.Count(*c.Choices[0].Delta.Content, " ")
+			multi = multi || words > 1
+			running += words
+			switch {
+			case !asked && c.Usage != nil:
+				t.Fatalf("unasked, token chunk %d carries usage: %s", i, ev[i])
+			case asked && (c.Usage == nil || c.Usage.CompletionTokens != running || c.Usage.PromptTokens != final.Usage.PromptTokens):
+				t.Fatalf("token chunk %d: %s; want completion_tokens %d", i, ev[i], running)
+			}
+		}
+		if running != 40 || !multi {
+			t.Errorf("asked %v: %d tokens in the chunks (want 40), a chunk of several tokens: %v", asked, running, multi)
+		}
+	}
+}

@@ -97,7 +97,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
 	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
 	fl.BoolVar(&f.serverMetrics, "server-metrics", false, "scrape the server's /metrics (vLLM's latency histograms) around each level and record its mean TTFT, TPOT and E2E beside the client's (on when --api auto finds vLLM or the simulator)")
-	fl.StringVar(&f.continuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM), on, off; openai-chat and openai-completions only")
+	fl.StringVar(&f.continuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM or tokbench's simulator), on, off; openai-chat and openai-completions only")
 	f.lf.register(fl)
 	f.nf.register(fl)
 	return cmd
@@ -290,12 +290,15 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
 	}
-	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == "tokbench-sim") {
+	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == simEngine) {
 		f.serverMetrics = true
 	}
 	engine := "" // what the probes already made say the server is
 	if d := plan.detected; f.apiName == "auto" && d != nil {
 		engine = d.Engine
+	}
+	if target.Simulated {
+		engine = simEngine
 	}
 	if f.model == "" {
 		m, maxLen, owner, err := firstModel(ctx, httpClient, baseURL, plan.header)
@@ -312,7 +315,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err := plan.setContinuousUsage(f.continuousUsage, engine); err != nil {
 		return err
 	}
-	if f.continuousUsage == "auto" && plan.continuousUsage() {
+	if f.continuousUsage == "auto" && plan.continuousUsage() && engine == "vllm" {
 		fmt.Fprintln(env.Stderr, "tokbench: the server is vLLM: asking for usage in every chunk, for exact tokens per chunk (--continuous-usage off stops it)")
 	}
 

@@ -79,8 +79,8 @@ func (p *benchPlan) detect(ctx context.Context, env Env, f *benchFlags, c *http.
 // setContinuousUsage applies --continuous-usage (auto, on, off) to the
 // adapter: on asks for the running usage in every chunk, off never, auto
 // when engine — what --api auto detected, or the owned_by of the model list
-// bench read — is vLLM. Other servers may reject the field, so auto never
-// guesses. Only the OpenAI chat and completions adapters ask; on with
+// bench read — is vLLM or tokbench's simulator, which answers it the same
+// way. Other servers may reject the field, so auto never guesses. Only the OpenAI chat and completions adapters ask; on with
 // another is a usage error.
 func (p *benchPlan) setContinuousUsage(mode, engine string) error {
 	o, ok := p.adapter.(api.OpenAI)
@@ -90,10 +90,13 @@ func (p *benchPlan) setContinuousUsage(mode, engine string) error {
 		}
 		return nil
 	}
-	o.ContinuousUsage = mode == "on" || mode == "auto" && engine == "vllm"
+	o.ContinuousUsage = mode == "on" || mode == "auto" && (engine == "vllm" || engine == simEngine)
 	p.adapter = o
 	return nil
 }
+
+// simEngine is how the simulator names itself (owned_by, detection).
+const simEngine = "tokbench-sim"
 
 // continuousUsage reports whether requests ask for usage in every chunk.
 func (p *benchPlan) continuousUsage() bool {

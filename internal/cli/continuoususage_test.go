@@ -178,3 +178,47 @@ func TestBenchContinuousUsageOnOtherAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSimulatorContinuousUsage: the embedded simulator answers
+// continuous_usage_stats as vLLM does, so auto asks it (quietly: no vLLM
+// line), and off does not.
+func TestBenchSimulatorContinuousUsage(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		want bool
+	}{{"auto", true}, {"off", false}} {
+		dir := filepath.Join(t.TempDir(), "run")
+		code, _, stderr := runCLI(context.Background(), nil, "bench", "--concurrency", "1", "--requests", "2", "--warmup", "0",
+			"--input-tokens", "32", "--output-tokens", "8", "--continuous-usage", c.mode, "--out", dir, "--format", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.mode, code, stderr)
+		}
+		if strings.Contains(stderr, "vLLM") {
+			t.Errorf("%s: stderr mentions vLLM for the simulator: %q", c.mode, stderr)
+		}
+		var run results.Run
+		raw, err := os.ReadFile(filepath.Join(dir, results.RunFile))
+		if err == nil {
+			err = json.Unmarshal(raw, &run)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := run.Config["continuous_usage"].(bool); !ok || got != c.want {
+			t.Errorf("%s: run.json config continuous_usage = %#v, want %v", c.mode, run.Config["continuous_usage"], c.want)
+		}
+		recs, _, err := results.ReadRecords(dir)
+		if err != nil || len(recs) != 2 {
+			t.Fatalf("%s: %d records, %v", c.mode, len(recs), err)
+		}
+		for _, r := range recs {
+			sum := 0
+			for _, k := range r.ChunkTokens {
+				sum += k
+			}
+			if !r.OK || r.OutputTokens != 8 || sum != 8 {
+				t.Errorf("%s: record %d: ok %v, %d output tokens, chunk tokens %v", c.mode, r.ID, r.OK, r.OutputTokens, r.ChunkTokens)
+			}
+		}
+	}
+}
