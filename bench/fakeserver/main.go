@@ -209,9 +209,12 @@ func (sh *shard) add(st *stream) {
 
 // run writes whatever is due, then sleeps until the next stream is due or
 // a new one arrives. Streams wait in a heap by due time, so a wake-up costs
-// the streams it writes, not every stream the loop owns.
+// the streams it writes, not every stream the loop owns. A pass writes each
+// due stream once, so streams written flat out take turns with each other
+// and with new arrivals.
 func (sh *shard) run() {
 	var due dueHeap
+	var batch []*stream
 	timer := time.NewTimer(time.Hour)
 	for {
 		sh.mu.Lock()
@@ -222,22 +225,25 @@ func (sh *shard) run() {
 		sh.pending = sh.pending[:0]
 		sh.mu.Unlock()
 		now := time.Now()
+		batch = batch[:0]
 		for len(due) > 0 && !now.Before(due[0].due) {
-			st := due[0]
+			batch = append(batch, heap.Pop(&due).(*stream))
+		}
+		for _, st := range batch {
 			if err := st.write(); err != nil || st.remaining == 0 {
-				heap.Pop(&due)
 				st.done <- err
 				continue
 			}
 			if st.gap == 0 {
-				st.due = now
+				st.due = time.Now()
 			} else {
 				st.due = st.due.Add(st.gap)
 			}
-			heap.Fix(&due, 0)
-			if st.gap == 0 {
-				now = time.Now() // streams written flat out take turns
-			}
+			heap.Push(&due, st)
+		}
+		clear(batch)
+		if len(batch) > 0 {
+			continue // look again: new streams, and whatever fell due meanwhile
 		}
 		wait := time.Hour
 		if len(due) > 0 {
