@@ -46,11 +46,13 @@ type Level struct {
 	Steps     int
 	ThinkTime time.Duration
 	// RampUp starts a closed loop's users evenly over this time instead of
-	// all at once: user u sends its first request at Phase + u×RampUp/users.
+	// all at once: user u sends its first request at u×RampUp/users.
 	RampUp time.Duration
-	// Phase shifts an open-loop schedule (sharded constant-rate load) or,
-	// with RampUp, a sharded closed loop's ramp.
+	// Phase shifts an open-loop schedule (sharded constant-rate load).
 	Phase time.Duration
+	// ramp places a sharded closed loop's users in the whole level's ramp:
+	// this shard's user u is user first + u×stride of total (Shard.Apply).
+	ramp struct{ first, stride, total int }
 }
 
 // Source supplies the requests of a level; it is called from several
@@ -90,6 +92,10 @@ type Runner struct {
 
 	stamps    stampCounts
 	abort     atomic.Bool
+	stop      chan struct{} // closed when the level aborts
+	stopOnce  sync.Once
+	warnMu    sync.Mutex
+	warnings  []string     // the current level's, from the load itself
 	level     metrics.Load // the level running now, stamped on its records
 	sinkMu    sync.Mutex
 	nextID    atomic.Int64
@@ -130,6 +136,8 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.Progress.Tokens.Store(0)
 	r.stamps.reset()
 	r.abort.Store(false)
+	r.stop, r.stopOnce = make(chan struct{}), sync.Once{}
+	r.warnings = nil
 	r.level = lv.Load
 	keep := func(rec metrics.Record) {
 		mu.Lock()
@@ -150,6 +158,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
 	res.Level.Client = health
+	res.Level.Warnings = append(res.Level.Warnings, r.warnings...)
 	res.Level.Warnings = append(res.Level.Warnings, healthWarnings...)
 	if r.abort.Load() {
 		res.Level.Aborted = fmt.Sprintf("aborted: error rate %.0f%% passed --max-error-rate %.0f%% after %d requests",
@@ -184,13 +193,25 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 	var issued atomic.Int64
 	var wg sync.WaitGroup
 	var lastEnd atomic.Int64
+	// spent closes when the level's last request is issued, so users still
+	// waiting for their place in the ramp need not wait any longer.
+	spent := make(chan struct{})
+	var spentOnce sync.Once
+	var started atomic.Int64
 	for u := 0; u < users; u++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if lv.RampUp > 0 && !waitUntil(ctx, start.Add(lv.userStart(u))) {
-				return
+			if lv.RampUp > 0 {
+				at := start.Add(lv.userStart(u))
+				if !deadline.IsZero() && deadline.Before(at) {
+					at = deadline
+				}
+				if !waitUntil(ctx, at, r.stop, spent) {
+					return
+				}
 			}
+			first := true
 			for ctx.Err() == nil && !r.abort.Load() {
 				if !deadline.IsZero() && !time.Now().Before(deadline) {
 					return
@@ -198,6 +219,13 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 				i := int(issued.Add(1)) - 1
 				if lv.Requests > 0 && i >= lv.Requests {
 					return
+				}
+				if lv.Requests > 0 && i == lv.Requests-1 {
+					spentOnce.Do(func() { close(spent) })
+				}
+				if first {
+					first = false
+					started.Add(1)
 				}
 				if lv.Requests <= 0 && deadline.IsZero() {
 					return
@@ -213,20 +241,35 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 		}()
 	}
 	wg.Wait()
+	if lv.RampUp > 0 && int(started.Load()) < users && ctx.Err() == nil && !r.abort.Load() {
+		r.addWarning(fmt.Sprintf("ramp-up: only %d of %d users sent a request before the level's requests or time ran out; the level did not reach its concurrency (give it more requests or --duration, or a shorter --ramp-up)", started.Load(), users))
+	}
 	return time.Duration(lastEnd.Load())
 }
 
-// userStart is when closed-loop user u sends its first request, from the
-// level's start: spread evenly over RampUp (0: all at once).
-func (lv Level) userStart(u int) time.Duration {
-	if lv.RampUp <= 0 || lv.Load.Concurrency <= 0 {
-		return 0
-	}
-	return lv.Phase + time.Duration(int64(lv.RampUp)*int64(u)/int64(lv.Load.Concurrency))
+func (r *Runner) addWarning(w string) {
+	r.warnMu.Lock()
+	r.warnings = append(r.warnings, w)
+	r.warnMu.Unlock()
 }
 
-// waitUntil sleeps until t; false when ctx ended first.
-func waitUntil(ctx context.Context, t time.Time) bool {
+// userStart is when closed-loop user u sends its first request, from the
+// level's start: spread evenly over RampUp (0: all at once). A shard's
+// users keep their places in the whole level's ramp.
+func (lv Level) userStart(u int) time.Duration {
+	first, stride, total := 0, 1, lv.Load.Concurrency
+	if lv.ramp.total > 0 {
+		first, stride, total = lv.ramp.first, lv.ramp.stride, lv.ramp.total
+	}
+	if lv.RampUp <= 0 || total <= 0 {
+		return 0
+	}
+	return time.Duration(int64(lv.RampUp) * int64(first+u*stride) / int64(total))
+}
+
+// waitUntil sleeps until t; false when ctx ended or stop closed first, true
+// at t or as soon as done closes.
+func waitUntil(ctx context.Context, t time.Time, stop, done <-chan struct{}) bool {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -236,6 +279,10 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	select {
 	case <-ctx.Done():
 		return false
+	case <-stop:
+		return false
+	case <-done:
+		return true
 	case <-timer.C:
 		return true
 	}
@@ -369,6 +416,7 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 		failed, done := r.Progress.Failed.Load(), r.Progress.Done.Load()
 		if n := failed + done; n >= 10 && float64(failed)/float64(n) > r.MaxErrorRate {
 			r.abort.Store(true)
+			r.stopOnce.Do(func() { close(r.stop) })
 		}
 	}
 	keep(rec)

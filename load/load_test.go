@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -418,5 +419,38 @@ func TestRampUpSpreadsUserStarts(t *testing.T) {
 	}
 	for i, o := range firstStarts(0) {
 		within(t, fmt.Sprintf("unramped start of user %d (ms)", i), o, 0, tol)
+	}
+}
+
+// TestRampUpEndsWithItsLevel: users still waiting for their place in the
+// ramp stop waiting when the level's requests are all sent or its time is
+// up, and the level says it never reached its concurrency.
+func TestRampUpEndsWithItsLevel(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	for _, c := range []struct {
+		name string
+		lv   Level
+	}{
+		{"requests spent", Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 8}, Requests: 4, RampUp: 4 * time.Second}},
+		{"time up", Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 4}, Duration: 300 * time.Millisecond, RampUp: 4 * time.Second}},
+	} {
+		t0 := time.Now()
+		res, err := r.RunLevel(context.Background(), 0, c.lv, fixedSource{maxTokens: 2})
+		took := time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took > 1500*time.Millisecond {
+			t.Errorf("%s: the level took %v; waiting users should not have waited out the 4 s ramp", c.name, took)
+		}
+		found := false
+		for _, w := range res.Level.Warnings {
+			found = found || strings.Contains(w, "ramp-up: only 1 of")
+		}
+		if !found {
+			t.Errorf("%s: no ramp-up warning in %q", c.name, res.Level.Warnings)
+		}
 	}
 }

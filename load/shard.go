@@ -84,11 +84,9 @@ func (s Shard) Apply(lv Level) Level {
 	default:
 		total := lv.Load.Concurrency
 		lv.Load.Concurrency = s.Part(total)
-		if lv.RampUp > 0 && total > 0 {
-			// Shard I's users are users I, I+N, I+2N… of the whole level,
-			// so the shards' starts interleave into one even ramp.
-			lv.Phase = time.Duration(int64(lv.RampUp) * int64(s.Index) / int64(total))
-		}
+		// Shard I's users are users I, I+N, I+2N… of the whole level, so
+		// with a ramp the shards' starts interleave into one even ramp.
+		lv.ramp.first, lv.ramp.stride, lv.ramp.total = s.Index, s.Count, total
 	}
 	if lv.Requests > 0 {
 		lv.Requests = s.Part(lv.Requests)

@@ -70,22 +70,29 @@ func TestShardConstantRateInterleaves(t *testing.T) {
 	}
 }
 
-// TestShardRampInterleaves: 4 shards of 8 users ramped over 800 ms start
-// their users at the instants one unsharded 8-user ramp would: every 100 ms.
+// TestShardRampInterleaves: N shards of a ramped level start their users
+// at the instants one unsharded ramp would — also when the users do not
+// divide evenly among the shards.
 func TestShardRampInterleaves(t *testing.T) {
-	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 8}, Requests: 8, RampUp: 800 * time.Millisecond}
-	var starts []time.Duration
-	for i := 0; i < 4; i++ {
-		part := Shard{Index: i, Count: 4}.Apply(lv)
-		for u := 0; u < part.Load.Concurrency; u++ {
-			starts = append(starts, part.userStart(u))
+	for _, c := range []struct{ users, shards int }{{8, 4}, {10, 3}, {5, 4}, {3, 4}, {1000, 7}} {
+		ramp := time.Duration(c.users) * 100 * time.Millisecond
+		lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c.users}, Requests: c.users, RampUp: ramp}
+		var starts []time.Duration
+		for i := 0; i < c.shards; i++ {
+			part := Shard{Index: i, Count: c.shards}.Apply(lv)
+			for u := 0; u < part.Load.Concurrency; u++ {
+				starts = append(starts, part.userStart(u))
+			}
 		}
-	}
-	slices.Sort(starts)
-	for k, s := range starts {
-		if want := time.Duration(k) * 100 * time.Millisecond; s != want {
-			t.Errorf("start %d = %v, want %v (all: %v)", k, s, want, starts)
-			break
+		slices.Sort(starts)
+		if len(starts) != c.users {
+			t.Fatalf("%d users over %d shards: %d starts", c.users, c.shards, len(starts))
+		}
+		for k, s := range starts {
+			if want := lv.userStart(k); s != want || want != time.Duration(k)*100*time.Millisecond {
+				t.Errorf("%d users over %d shards: start %d = %v, want %v", c.users, c.shards, k, s, want)
+				break
+			}
 		}
 	}
 }

@@ -165,6 +165,31 @@ func TestSteadyTPS(t *testing.T) {
 	}
 }
 
+// TestSteadyTPSAfterRamp: four users started 1 s apart (--ramp-up), each
+// streaming 10 tokens/s back to back. The steady state begins when the
+// fourth user streams (3.1 s), not when four requests have streamed (the
+// first user's second request at 2.1 s, while user 4 has not started).
+func TestSteadyTPSAfterRamp(t *testing.T) {
+	var recs []Record
+	for u := 0; u < 4; u++ {
+		for j := 0; j < 5; j++ {
+			r := Record{OK: true, OffsetMs: float64(u*1000 + j*2000), DoneMs: 2000, OutputTokens: 20}
+			for i := 1; i <= 20; i++ {
+				r.ChunkMs = append(r.ChunkMs, float64(i*100))
+				r.ChunkTokens = append(r.ChunkTokens, 1)
+			}
+			recs = append(recs, r)
+		}
+	}
+	got := steadyTPS(Load{Mode: "concurrency", Concurrency: 4}, recs, 13)
+	// Window [3100, 11000] (the last send): user u streams a token every
+	// 100 ms from u×1000+100 to u×1000+10000, so 70, 80, 80 and 80 fall
+	// inside. From 2.1 s it would be 80+90+90+80 over 8.9 s = 38.2.
+	if want := 310 / 7.9; !near(got, want, 1e-9) {
+		t.Errorf("steadyTPS = %g, want %g (from the fourth user's first token)", got, want)
+	}
+}
+
 func TestSummarizeFlagsIgnoredMaxTokens(t *testing.T) {
 	r := Record{OK: true, OutputTokens: 30, OutputTokensRequested: 10, ChunkMs: []float64{1, 2}, ChunkTokens: []int{15, 15}}
 	lv := Summarize(Load{Mode: "concurrency", Concurrency: 1}, []Record{r, r}, 1)

@@ -71,7 +71,7 @@ type Level struct {
 	TokenSource     string `json:"token_source"`
 
 	OutputTPS float64 `json:"output_tps"`
-	// SteadyOutputTPS is the aggregate rate between ramp-up (every initial
+	// SteadyOutputTPS is the aggregate rate between ramp-up (every
 	// user streaming) and drain (the last request sent); 0 when the level is
 	// too short to have such a window.
 	SteadyOutputTPS float64 `json:"steady_output_tps"`
@@ -304,17 +304,27 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 }
 
 // steadyTPS counts the output tokens that arrived between ramp-up and drain,
-// divided by that window. Ramp-up ends when the first k requests (k = the
-// concurrency, or 1 for open loop) all stream; drain starts at the last send.
-// A window shorter than a tenth of the level yields 0: there is no steady state.
+// divided by that window. Ramp-up ends at the first instant k requests
+// stream at once (k = the concurrency, or 1 for open loop) — every user is
+// then streaming, however its start was spread (--ramp-up) — or, in a level
+// that never has k streaming together, when k requests have streamed;
+// drain starts at the last send. A window shorter than a tenth of the level
+// yields 0: there is no steady state.
 func steadyTPS(load Load, recs []Record, durationS float64) float64 {
+	type edge struct {
+		at float64
+		d  int // +1: a request starts streaming; −1: it ends
+	}
 	var firsts []float64
+	var edges []edge
 	lastSend := 0.0
 	for i := range recs {
 		r := &recs[i]
 		lastSend = max(lastSend, r.OffsetMs)
 		if r.OK && len(r.ChunkMs) > 0 {
-			firsts = append(firsts, r.OffsetMs+r.ChunkMs[0])
+			first := r.OffsetMs + r.ChunkMs[0]
+			firsts = append(firsts, first)
+			edges = append(edges, edge{first, 1}, edge{r.OffsetMs + max(r.DoneMs, r.ChunkMs[0]), -1})
 		}
 	}
 	if len(firsts) == 0 {
@@ -326,6 +336,22 @@ func steadyTPS(load Load, recs []Record, durationS float64) float64 {
 		k = min(load.Concurrency, len(firsts))
 	}
 	from, to := firsts[k-1], lastSend
+	// Ends sort before starts at the same instant: a user's next request
+	// does not overlap its last one.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at != edges[j].at {
+			return edges[i].at < edges[j].at
+		}
+		return edges[i].d < edges[j].d
+	})
+	streaming := 0
+	for _, e := range edges {
+		streaming += e.d
+		if streaming >= k {
+			from = e.at
+			break
+		}
+	}
 	if to-from < durationS*1000/10 || to <= from {
 		return 0
 	}

@@ -245,6 +245,18 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		})
 	}
 	p.levels = f.lf.shardLevels(f.wl.sweep(p.levels))
+	if r := f.lf.rampUp; r > 0 {
+		if f.duration > 0 && r >= f.duration {
+			return nil, usagef("--ramp-up: %s is not shorter than --duration %s, so the last users would never start", r, f.duration)
+		}
+		closed := f.lf.autoSweep != nil
+		for _, lv := range p.levels {
+			closed = closed || lv.Load.Mode == "concurrency"
+		}
+		if !closed {
+			return nil, usagef("--ramp-up: applies to closed-loop levels (--concurrency); --rate levels send on their own schedule")
+		}
+	}
 	return p, nil
 }
 

@@ -40,6 +40,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--requests", "abc"}, "--requests"},
 		{[]string{"bench", "--no-such-flag"}, "no-such-flag"},
 		{[]string{"bench", "--ramp-up", "-1s"}, "--ramp-up"},
+		{[]string{"bench", "--ramp-up", "10s", "--duration", "5s"}, "--ramp-up"},
+		{[]string{"bench", "--ramp-up", "10s", "--rate", "5"}, "--ramp-up"},
 		{[]string{"bench", "--continuous-usage", "yes"}, "--continuous-usage"},
 		{[]string{"bench", "--api", "ollama-chat", "--continuous-usage", "on"}, "--continuous-usage"},
 		{[]string{"bench", "--api", "anthropic", "--continuous-usage", "on"}, "--continuous-usage"},
