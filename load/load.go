@@ -494,8 +494,12 @@ sending:
 			}
 			r.finish(rec, keep, &lastEnd)
 		}()
-		// Let the send run now, before this loop builds the next request.
-		runtime.Gosched()
+		// Let the send run now, before this loop builds the next request —
+		// unless the next send is due within the busy wait: then the loop
+		// must not queue behind other work.
+		if i+1 < len(offsets) && offsets[i+1]-off > spin {
+			runtime.Gosched()
+		}
 	}
 	wg.Wait()
 	return time.Duration(lastEnd.Load()), nil

@@ -127,6 +127,11 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	return rec
 }
 
+// maxTrailingTokens bounds the tokens usage may count after the last token
+// chunk (an end-of-sequence token, a stop string's tokens); more means the
+// running values do not describe the chunks.
+const maxTrailingTokens = 8
+
 // usageDeltas returns each token chunk's exact output tokens (answer and
 // reasoning alike) when every one of them carried the server's running
 // completion_tokens: the difference from the chunk before, the first
@@ -135,13 +140,17 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 // string, which have no text and arrive on the finish chunk — go to the
 // last token chunk, as the estimate would also place them. It returns nil,
 // and Record estimates, unless the values rise strictly from chunk to chunk
-// and the last is at most total, the answer's usage. A chunk without usage,
-// a value that stands still (a token chunk of no tokens) or falls, or a
-// last value above the final usage means the server's counts do not
-// describe its chunks. Usage on chunks without text (a role chunk, an empty
-// finish chunk) is not looked at.
+// and the last is at most total (the answer's usage) and at most
+// maxTrailingTokens below it. A chunk without usage, a value that stands
+// still (a token chunk of no tokens) or falls, or a last value above or far
+// below the final usage means the server's counts do not describe its
+// chunks. Usage on chunks without text (a role chunk, an empty finish
+// chunk) is not looked at.
 func usageDeltas(chunks []api.Chunk, total int) []int {
-	if len(chunks) == 0 || chunks[len(chunks)-1].Cumulative > total {
+	if len(chunks) == 0 {
+		return nil
+	}
+	if trailing := total - chunks[len(chunks)-1].Cumulative; trailing < 0 || trailing > maxTrailingTokens {
 		return nil
 	}
 	prev := 0

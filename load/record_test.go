@@ -61,6 +61,7 @@ func TestRecordUsagePerChunk(t *testing.T) {
 		{"standing still: a token chunk of no tokens", texts, []int{3, 4, 4, 9, 10}, 10, nil},
 		{"last below the final usage (EOS counted after it): the rest goes to the last chunk", texts, []int{3, 4, 6, 9, 10}, 11, []int{3, 1, 2, 3, 2}},
 		{"last above the final usage", texts, []int{3, 4, 6, 9, 12}, 10, nil},
+		{"last far below the final usage", texts, []int{3, 4, 6, 9, 10}, 30, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

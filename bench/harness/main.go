@@ -324,7 +324,7 @@ func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
 // level runs one level and fills the common figures.
 func (h *harness) level(name string, r *load.Runner, lv load.Level, src load.Source) (Result, load.Result, error) {
 	debug.FreeOSMemory() // a collection, and the freed memory back to the system
-	resetPeakRSS()
+	ownPeak := resetPeakRSS()
 	cpu0 := cpuTime()
 	t0 := time.Now()
 	res, err := r.RunLevel(context.Background(), 0, lv, src)
@@ -346,6 +346,9 @@ func (h *harness) level(name string, r *load.Runner, lv load.Level, src load.Sou
 	}
 	if l.Requests.Failed > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d requests failed: %v", l.Requests.Failed, l.Requests.Errors))
+	}
+	if !ownPeak {
+		out.Warnings = append(out.Warnings, "peak RSS is the whole run's: the peak could not be reset before this level")
 	}
 	return out, res, nil
 }
@@ -423,9 +426,9 @@ func (h *harness) requests(c int) (Result, error) {
 	defer closeIdle()
 	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: max(20*c, 2000)}
 	out, _, err := h.level("requests", r, lv, source{tokens: 1})
-	if out.Requests > 0 {
-		out.CPUUsPerReq = out.CPUSPerMTok // one token per request: s per million = µs per request
-		out.ReqPerS = float64(out.Requests) / out.WallS
+	if done := out.Requests - out.Failed; done > 0 && out.WallS > 0 {
+		out.CPUUsPerReq = out.CPUSPerMTok * float64(out.Tokens) / float64(done) // s per million tokens × tokens per request
+		out.ReqPerS = float64(done) / out.WallS
 	}
 	return out, err
 }
@@ -516,8 +519,9 @@ func cpuTime() time.Duration {
 }
 
 // resetPeakRSS starts the process's peak resident set size afresh (Linux:
-// writing 5 to /proc/self/clear_refs), so each level reports its own peak.
-func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+// writing 5 to /proc/self/clear_refs), so each level reports its own peak;
+// false where it cannot.
+func resetPeakRSS() bool { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil }
 
 // peakRSSMB is the peak resident set size since resetPeakRSS (VmHWM), or
 // over the process's life where that cannot be read.
