@@ -50,25 +50,35 @@ func (o Ollama) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 }
 
 type ollamaLine struct {
-	Message *struct {
-		Content  string `json:"content"`
-		Thinking string `json:"thinking"`
-	} `json:"message"`
-	Response           string `json:"response"`
-	Thinking           string `json:"thinking"`
-	Done               bool   `json:"done"`
-	DoneReason         string `json:"done_reason"`
-	Error              string `json:"error"`
-	LoadDuration       int64  `json:"load_duration"`
-	PromptEvalCount    int    `json:"prompt_eval_count"`
-	PromptEvalDuration int64  `json:"prompt_eval_duration"`
-	EvalCount          int    `json:"eval_count"`
-	EvalDuration       int64  `json:"eval_duration"`
+	Message            *ollamaMessage `json:"message"`
+	Response           string         `json:"response"`
+	Thinking           string         `json:"thinking"`
+	Done               bool           `json:"done"`
+	DoneReason         string         `json:"done_reason"`
+	Error              string         `json:"error"`
+	LoadDuration       int64          `json:"load_duration"`
+	PromptEvalCount    int            `json:"prompt_eval_count"`
+	PromptEvalDuration int64          `json:"prompt_eval_duration"`
+	EvalCount          int            `json:"eval_count"`
+	EvalDuration       int64          `json:"eval_duration"`
 }
 
-// Decode implements Adapter.
+type ollamaMessage struct {
+	Content  string `json:"content"`
+	Thinking string `json:"thinking"`
+}
+
+// Decode implements Adapter. A token line is read by an ollamaScanner,
+// which allocates only the chunk's text; the final line, and any line the
+// scanner is not sure of, is decoded with encoding/json.
 func (Ollama) Decode(body io.Reader, resp *Response) {
+	var sc ollamaScanner
 	decodeLines(body, resp, func(l sse.Line) bool {
+		if sc.scan(l.Data) {
+			text, thinking := sc.f.text()
+			addChunk(resp, l.At, string(text), string(thinking))
+			return false
+		}
 		var o ollamaLine
 		if !decodeJSON(l.Data, &o, resp) {
 			return false
