@@ -496,18 +496,24 @@ func (h *harness) pacing(rate float64, requests int) (Result, error) {
 	if q := res.Level.QueueMs; q != nil {
 		out.QueueP50Ms, out.QueueP99Ms, out.QueueMaxMs = q.P50, q.P99, q.Max
 	}
-	// The rate the sends kept: requests between the first and the last send.
-	var first, last float64
-	for i, rec := range res.Records {
-		if i == 0 || rec.OffsetMs < first {
-			first = rec.OffsetMs
-		}
-		last = max(last, rec.OffsetMs)
-	}
-	if last > first {
-		out.SentPerS = float64(len(res.Records)-1) / ((last - first) / 1000)
-	}
+	out.SentPerS = sentRate(res.Records)
 	return out, nil
+}
+
+// sentRate is the rate the sends kept: the requests after the first, over
+// the time from the first send to the last; 0 with fewer than two sends.
+func sentRate(recs []metrics.Record) float64 {
+	if len(recs) < 2 {
+		return 0
+	}
+	first, last := recs[0].OffsetMs, recs[0].OffsetMs
+	for _, rec := range recs[1:] {
+		first, last = min(first, rec.OffsetMs), max(last, rec.OffsetMs)
+	}
+	if last <= first {
+		return 0
+	}
+	return float64(len(recs)-1) / ((last - first) / 1000)
 }
 
 func cpuTime() time.Duration {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // TestHarnessPacedAndRequests runs the harness itself, small: the fake
@@ -54,5 +56,19 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 				t.Errorf("requests: %+v", r)
 			}
 		}
+	}
+}
+
+// TestSentRate: 5 sends 2 ms apart, recorded out of order, kept 500 req/s.
+func TestSentRate(t *testing.T) {
+	var recs []metrics.Record
+	for _, off := range []float64{4, 0, 8, 2, 6} {
+		recs = append(recs, metrics.Record{OffsetMs: 10 + off})
+	}
+	if got := sentRate(recs); got != 500 {
+		t.Errorf("sentRate = %g, want 500", got)
+	}
+	if got := sentRate(recs[:1]); got != 0 {
+		t.Errorf("one send: sentRate = %g, want 0", got)
 	}
 }
