@@ -35,6 +35,12 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 			t.Fatalf("results: %v %s", err, b)
 		}
 		r := res[0]
+		var client struct {
+			KernelStamps bool `json:"kernel_receive_stamps"`
+		}
+		if err := json.Unmarshal(r.Client, &client); err != nil || !client.KernelStamps {
+			t.Errorf("%s: client block %s: want kernel receive stamps, as tokbench bench measures (%v)", only, r.Client, err)
+		}
 		r.Client = nil
 		t.Logf("%s: %+v", only, r)
 		if r.Failed != 0 {
