@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
 )
 
@@ -81,27 +82,20 @@ func TestSentRate(t *testing.T) {
 	}
 }
 
-// kernelStamps reports whether this kernel lets a TCP socket ask for
-// software receive stamps (SO_TIMESTAMPING), as api.ReceiveTimestampDialer
-// does; where it refuses, bench falls back to read instants.
+// kernelStamps reports whether this kernel grants software receive stamps:
+// api.ReceiveTimestampDialer returns a connection that keeps them only
+// then; elsewhere bench falls back to read instants.
 func kernelStamps(t *testing.T) bool {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := api.ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		return false
-	}
-	var serr error
-	raw.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 37, 1<<3|1<<4) // SO_TIMESTAMPING: RX_SOFTWARE | SOFTWARE
-	})
-	return serr == nil
+	_, ok := c.(api.ReceiveStamper)
+	return ok
 }

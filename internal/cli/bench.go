@@ -19,6 +19,7 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
+	"github.com/tokbench/tokbench/sim"
 	"github.com/tokbench/tokbench/tokenize"
 )
 
@@ -302,7 +303,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
 	}
-	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == simEngine) {
+	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == sim.EngineName) {
 		f.serverMetrics = true
 	}
 	engine := "" // what the probes already made say the server is
@@ -310,7 +311,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		engine = d.Engine
 	}
 	if target.Simulated {
-		engine = simEngine
+		engine = sim.EngineName
 	}
 	if f.model == "" {
 		m, maxLen, owner, err := firstModel(ctx, httpClient, baseURL, plan.header)

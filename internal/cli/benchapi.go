@@ -8,6 +8,7 @@ import (
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/sim"
 )
 
 // setAPIKey sends key in the adapter's own header (Authorization: Bearer,
@@ -90,13 +91,10 @@ func (p *benchPlan) setContinuousUsage(mode, engine string) error {
 		}
 		return nil
 	}
-	o.ContinuousUsage = mode == "on" || mode == "auto" && (engine == "vllm" || engine == simEngine)
+	o.ContinuousUsage = mode == "on" || mode == "auto" && (engine == "vllm" || engine == sim.EngineName)
 	p.adapter = o
 	return nil
 }
-
-// simEngine is how the simulator names itself (owned_by, detection).
-const simEngine = "tokbench-sim"
 
 // continuousUsage reports whether requests ask for usage in every chunk.
 func (p *benchPlan) continuousUsage() bool {
