@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,7 +44,7 @@ func ReceiveTimestampDialer(d *net.Dialer) func(ctx context.Context, network, ad
 		if serr != nil {
 			return c, nil
 		}
-		return &rxConn{TCPConn: tc, raw: raw}, nil
+		return newRxConn(tc, raw), nil
 	}
 }
 
@@ -57,7 +58,30 @@ type rxConn struct {
 	*net.TCPConn
 	raw  syscall.RawConn
 	last atomic.Int64
-	oob  [128]byte // only the reading goroutine uses it
+	// The reading goroutine's state: read, built once, is what raw.Read
+	// calls; it reads into p and leaves its results in n, oobn and rerr.
+	// A closure made per Read would move its captures to the heap, three
+	// allocations for every chunk of every stream. rmu keeps concurrent
+	// Reads (net.Conn allows them) from sharing that state.
+	rmu     sync.Mutex
+	read    func(fd uintptr) bool
+	p       []byte
+	n, oobn int
+	rerr    error
+	oob     [128]byte
+}
+
+func newRxConn(tc *net.TCPConn, raw syscall.RawConn) *rxConn {
+	c := &rxConn{TCPConn: tc, raw: raw}
+	c.read = func(fd uintptr) bool {
+		for {
+			c.n, c.oobn, c.rerr = recvmsg(fd, c.p, c.oob[:])
+			if c.rerr != syscall.EINTR {
+				return c.rerr != syscall.EAGAIN
+			}
+		}
+	}
+	return c
 }
 
 func (c *rxConn) LastReceived() int64 { return c.last.Load() }
@@ -66,16 +90,16 @@ func (c *rxConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n, oobn int
-	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			n, oobn, rerr = recvmsg(fd, p, c.oob[:])
-			if rerr != syscall.EINTR {
-				return rerr != syscall.EAGAIN
-			}
-		}
-	})
+	c.rmu.Lock()
+	c.p = p
+	err := c.raw.Read(c.read)
+	c.p = nil
+	n, oobn, rerr := c.n, c.oobn, c.rerr
+	ns := int64(0)
+	if err == nil && rerr == nil && n > 0 {
+		ns = rxStamp(c.oob[:oobn])
+	}
+	c.rmu.Unlock()
 	if err != nil {
 		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 	}
@@ -88,7 +112,6 @@ func (c *rxConn) Read(p []byte) (int, error) {
 	// Data without a stamp (the kernel turns stamping on for the whole
 	// stack a moment after the first socket asks) is stamped as read, so
 	// an older stamp never stands for newer bytes.
-	ns := rxStamp(c.oob[:oobn])
 	if ns <= 0 {
 		ns = time.Now().UnixNano()
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -81,5 +82,44 @@ func TestReceiveStampsThroughClient(t *testing.T) {
 				t.Fatalf("chunk %d at %v, outside the request %v..%v", i, ch.At, r.Start, r.Done)
 			}
 		}
+	}
+}
+
+// TestReceiveReadAllocates nothing: a stamped read costs no heap
+// allocation, whatever the number of chunks and streams.
+func TestReceiveReadAllocatesNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write(make([]byte, 64<<10))
+		time.Sleep(2 * time.Second)
+	}()
+	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(ReceiveStamper); !ok {
+		t.Skip("kernel refused SO_TIMESTAMPING")
+	}
+	buf := make([]byte, 16)
+	if _, err := io.ReadFull(c, buf); err != nil { // the data is there
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per read, want 0", allocs)
 	}
 }
