@@ -76,3 +76,36 @@ func BenchmarkLongLine(b *testing.B) {
 		}
 	}
 }
+
+// TestBufferFollowsThePace: a stream of one event per read (a token every
+// few milliseconds) keeps the 1 KiB buffer, so idle and slow streams stay
+// small; a stream whose reads keep filling the buffer grows it until reads
+// no longer fill it, so a fast stream is read in the transport's pieces.
+func TestBufferFollowsThePace(t *testing.T) {
+	ev := "data: " + strings.Repeat("y", 190) + "\n\n"
+	slow := &countingReader{r: strings.NewReader(strings.Repeat(ev, 500)), n: len(ev)}
+	d := NewDecoder(slow)
+	for range 500 {
+		if _, err := d.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(d.buf) != initialBuffer {
+		t.Errorf("slow stream: buffer %d bytes, want %d", len(d.buf), initialBuffer)
+	}
+
+	in := strings.Repeat(ev, 5000) // 1 MB of events in 4 KiB reads
+	fast := &countingReader{r: strings.NewReader(in), n: 4 << 10}
+	d = NewDecoder(fast)
+	for range 5000 {
+		if _, err := d.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(d.buf) < 4<<10 || len(d.buf) > readAhead {
+		t.Errorf("fast stream: buffer %d bytes, want between 4 KiB and %d", len(d.buf), readAhead)
+	}
+	if max := len(in)/(4<<10) + 8; fast.reads > max {
+		t.Errorf("fast stream: %d reads for %d bytes offered 4 KiB at a time, want at most %d", fast.reads, len(in), max)
+	}
+}

@@ -41,6 +41,7 @@ type Decoder struct {
 	start, end int
 	readAt     time.Time
 	err        error
+	filled     bool // the last read filled all the free space: more is likely waiting
 
 	data    []byte
 	name    string
@@ -49,12 +50,17 @@ type Decoder struct {
 	skipLF  bool // the previous line ended in CR: a following LF belongs to it
 }
 
-// initialBuffer is small so that thousands of idle streams stay cheap; it
-// doubles as lines require (a 1 MiB line takes 8 doublings).
-const initialBuffer = 4 << 10
+// initialBuffer is small so that thousands of idle streams stay cheap (a
+// token chunk's event is about 200 bytes); it doubles as lines require (a
+// 1 MiB line takes 10 doublings), and while reads keep filling it, up to
+// readAhead, so a fast stream is read in large pieces.
+const (
+	initialBuffer = 1 << 10
+	readAhead     = 16 << 10
+)
 
-// NewDecoder returns a decoder reading from r with a 4 KiB initial buffer
-// that grows as lines require.
+// NewDecoder returns a decoder reading from r with a 1 KiB initial buffer
+// that grows as lines and the stream's pace require.
 //
 // When r has a method ArrivalClock() func() time.Time returning non-nil
 // (api's body of a connection that keeps kernel receive stamps), that
@@ -192,7 +198,7 @@ func (d *Decoder) fill() error {
 		n := copy(d.buf, d.buf[d.start:d.end])
 		d.start, d.end = 0, n
 	}
-	if d.end == len(d.buf) {
+	if d.end == len(d.buf) || (d.filled && len(d.buf) < readAhead) {
 		if len(d.buf) >= MaxLineBytes {
 			return ErrLineTooLong
 		}
@@ -200,7 +206,9 @@ func (d *Decoder) fill() error {
 		copy(nb, d.buf[:d.end])
 		d.buf = nb
 	}
+	free := len(d.buf) - d.end
 	n, err := d.r.Read(d.buf[d.end:])
+	d.filled = n == free
 	if n > 0 {
 		d.readAt = d.now()
 		d.end += n
