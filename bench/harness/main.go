@@ -69,6 +69,8 @@ type Result struct {
 	ErrMaxMs    float64         `json:"chunk_err_max_ms,omitempty"`
 	ErrMinMs    float64         `json:"chunk_err_min_ms,omitempty"`
 	SteadyP99Ms float64         `json:"steady_chunk_err_p99_ms,omitempty"`
+	SteadyFrom  int             `json:"steady_from_chunk,omitempty"` // SteadyP99Ms counts each request's chunks from this one (0-based)
+	Offered     float64         `json:"offered_tokens_per_s,omitempty"`
 	TTFTErrP50  float64         `json:"ttft_err_p50_ms,omitempty"`
 	TTFTErrP99  float64         `json:"ttft_err_p99_ms,omitempty"`
 	QueueP50Ms  float64         `json:"queue_p50_ms,omitempty"`
@@ -85,13 +87,15 @@ type Result struct {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	levels := fs.String("levels", "1,100,1000,5000", "concurrent streams of the paced scenarios")
-	only := fs.String("only", "", "run one scenario kind: idle, pacing, paced, burst, requests or flat")
+	only := fs.String("only", "", "run one scenario kind: idle, pacing, paced, stress, burst, requests or flat")
 	burstLevels := fs.String("burst-levels", "1000", "concurrent streams of the burst scenarios")
+	stressLevels := fs.String("stress-levels", "1000", "concurrent streams of the stress scenarios")
 	requestLevels := fs.String("request-levels", "1,100,1000", "concurrent users of the requests scenarios")
 	server := fs.String("server", "", "fakeserver binary (default: go build ./bench/fakeserver)")
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
-	offered := fs.Float64("offered", 50000, "tokens/s the paced and burst scenarios offer across all streams (each stream at most 500)")
+	offered := fs.Float64("offered", 25000, "tokens/s the paced and burst scenarios offer across all streams (each stream at most 500)")
+	stressOffered := fs.Float64("stress-offered", 50000, "tokens/s the stress scenarios offer across all streams")
 	step := fs.Bool("step", false, "paced and burst streams write on one step grid, every stream's chunk at the same instant, as a batching engine's decode steps")
 	serverProfile := fs.String("server-cpuprofile", "", "have the server write a CPU profile of itself to this file")
 	rxStamp := fs.Bool("rxstamp", true, "stamp chunks with the kernel's receive instant, as tokbench bench does (false: the instant the client read them)")
@@ -118,6 +122,13 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stresses, err := counts("-stress-levels", *stressLevels)
+	if err != nil {
+		return err
+	}
+	if *offered <= 0 || *stressOffered <= 0 {
+		return errors.New("-offered and -stress-offered must be positive")
+	}
 	users, err := counts("-request-levels", *requestLevels)
 	if err != nil {
 		return err
@@ -131,7 +142,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp, offered: *offered, step: *step}
+	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp, offered: *offered, stressOffered: *stressOffered, step: *step}
 	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process), kernel receive stamps %v\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), srv.addr, *rxStamp)
 	var results []Result
 	emit := func(r Result, err error) error {
@@ -165,6 +176,13 @@ func run(args []string, stdout io.Writer) error {
 	if want("paced") {
 		for _, c := range streams {
 			if err := emit(h.paced(c)); err != nil {
+				return err
+			}
+		}
+	}
+	if want("stress") {
+		for _, c := range stresses {
+			if err := emit(h.stress(c)); err != nil {
 				return err
 			}
 		}
@@ -224,8 +242,8 @@ func printResult(w io.Writer, r Result) {
 		fmt.Fprintf(w, "  cpu %.2f s/Mtok (%.0f%% of cores)", r.CPUSPerMTok, 100*r.CPUUtil)
 	}
 	if r.ErrP99Ms > 0 || r.ErrP50Ms > 0 {
-		fmt.Fprintf(w, "  chunk err p50 %.3f p99 %.3f max %.2f ms (after 16th chunk p99 %.3f)  TTFT err p50 %.3f p99 %.3f ms",
-			r.ErrP50Ms, r.ErrP99Ms, r.ErrMaxMs, r.SteadyP99Ms, r.TTFTErrP50, r.TTFTErrP99)
+		fmt.Fprintf(w, "  chunk err p50 %.3f p99 %.3f max %.2f ms (from chunk %d p99 %.3f)  TTFT err p50 %.3f p99 %.3f ms",
+			r.ErrP50Ms, r.ErrP99Ms, r.ErrMaxMs, r.SteadyFrom+1, r.SteadyP99Ms, r.TTFTErrP50, r.TTFTErrP99)
 	}
 	if r.RateRPS > 0 {
 		fmt.Fprintf(w, "  sent %.0f req/s  queue p50 %.3f p99 %.3f max %.2f ms", r.SentPerS, r.QueueP50Ms, r.QueueP99Ms, r.QueueMaxMs)
@@ -243,11 +261,12 @@ func printResult(w io.Writer, r Result) {
 }
 
 type harness struct {
-	base    string
-	tok     tokenize.Tokenizer
-	rxStamp bool
-	offered float64 // tokens/s the paced and burst streams offer in all (at most 500 per stream)
-	step    bool    // paced and burst streams write on a step grid shared by all streams
+	base          string
+	tok           tokenize.Tokenizer
+	rxStamp       bool
+	offered       float64 // tokens/s the paced and burst streams offer in all (at most 500 per stream)
+	stressOffered float64 // the same for the stress streams
+	step          bool    // paced and burst streams write on a step grid shared by all streams
 }
 
 // source sends the same short prompt with the server's pacing in the body.
@@ -273,12 +292,13 @@ func (s source) Request(int) (*api.Request, int) {
 // real stream gives it (repeating short words) rather than unique numbers.
 type stampAdapter struct {
 	api.OpenAI
-	mu      sync.Mutex
-	collect bool
-	errs    []float64 // ms, every token chunk
-	steady  []float64 // ms, token chunks after a request's first 16
-	first   []float64 // ms, the first token chunk of each request
-	bad     int
+	mu         sync.Mutex
+	collect    bool
+	errs       []float64 // ms, every token chunk
+	steady     []float64 // ms, token chunks from a request's steadyFrom-th on
+	steadyFrom int
+	first      []float64 // ms, the first token chunk of each request
+	bad        int
 }
 
 func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
@@ -298,7 +318,7 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 		}
 		e := float64(c.At.UnixNano()-sent) / 1e6
 		a.errs = append(a.errs, e)
-		if i >= 16 {
+		if i >= a.steadyFrom {
 			a.steady = append(a.steady, e)
 		}
 		if i == 0 {
@@ -367,22 +387,33 @@ func clientBlock(l metrics.Level) json.RawMessage {
 }
 
 // paced: c streams, 64 tokens each one chunk at a time, at a gap that keeps
-// the offered load near 50,000 tokens/s; measures the timing error. The
-// users start evenly over one answer's length (bench --ramp-up), so the
-// level is c streams in steady state: about c/1.3 s request starts a second
-// rather than c at one instant (that is the burst scenario).
-func (h *harness) paced(c int) (Result, error) { return h.streams("paced", c, true) }
+// the offered load near -offered tokens/s (25,000: 25 tokens/s a stream at
+// 1,000 streams); measures the timing error. The users start evenly over
+// one answer's length (bench --ramp-up), so the level is c streams in
+// steady state: about c/(answer length) request starts a second rather
+// than c at one instant (that is the burst scenario).
+func (h *harness) paced(c int) (Result, error) { return h.streams("paced", c, true, h.offered) }
+
+// stress: the paced load at -stress-offered tokens/s (50,000: 50 tokens/s a
+// stream at 1,000 streams), where the server and the client together need
+// most of a 2-core machine: it shows what an overloaded machine does to
+// the figures, and that the self-check says so.
+func (h *harness) stress(c int) (Result, error) {
+	return h.streams("stress", c, true, h.stressOffered)
+}
 
 // burst: the paced load with every user starting at the same instant, two
 // rounds in lockstep: c request starts at once, twice.
-func (h *harness) burst(c int) (Result, error) { return h.streams("burst", c, false) }
+func (h *harness) burst(c int) (Result, error) { return h.streams("burst", c, false, h.offered) }
 
-func (h *harness) streams(name string, c int, ramp bool) (Result, error) {
+func (h *harness) streams(name string, c int, ramp bool, offered float64) (Result, error) {
+	// Two answers per stream: every user's second answer runs with all c
+	// streams open. Shorter answers at 5,000 streams keep the level short.
 	tokens, rounds := 64, 2
 	if c >= 5000 {
-		tokens, rounds = 32, 1
+		tokens = 16
 	}
-	gap := max(2*time.Millisecond, time.Duration(float64(c)/h.offered*float64(time.Second)))
+	gap := max(2*time.Millisecond, time.Duration(float64(c)/offered*float64(time.Second)))
 	r, ad, closeIdle := h.runner(true)
 	defer closeIdle()
 	// Warm-up requests (one per stream, not recorded) open the connections
@@ -395,6 +426,7 @@ func (h *harness) streams(name string, c int, ramp bool) (Result, error) {
 	}
 	ad.mu.Lock()
 	ad.collect = true
+	ad.steadyFrom = min(16, tokens/2)
 	ad.mu.Unlock()
 	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: max(c*rounds, 20)}
 	if ramp {
@@ -416,6 +448,8 @@ func (h *harness) streams(name string, c int, ramp bool) (Result, error) {
 	out.TTFTErrP50, out.TTFTErrP99 = metrics.Percentile(ad.first, 50), metrics.Percentile(ad.first, 99)
 	slices.Sort(ad.steady)
 	out.SteadyP99Ms = metrics.Percentile(ad.steady, 99)
+	out.SteadyFrom = ad.steadyFrom
+	out.Offered = offered
 	return out, nil
 }
 

@@ -25,8 +25,8 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "results.json")
 	var stdout bytes.Buffer
-	for _, only := range []string{"paced", "requests"} {
-		if err := run([]string{"-only", only, "-levels", "10", "-request-levels", "10", "-json", out}, &stdout); err != nil {
+	for _, only := range []string{"paced", "stress", "requests"} {
+		if err := run([]string{"-only", only, "-levels", "10", "-stress-levels", "10", "-request-levels", "10", "-json", out}, &stdout); err != nil {
 			t.Fatalf("harness -only %s: %v\n%s", only, err, stdout.String())
 		}
 		b, err := os.ReadFile(out)
@@ -50,15 +50,18 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 			t.Errorf("%s: %d requests failed: %q", only, r.Failed, r.Warnings)
 		}
 		switch only {
-		case "paced": // 10 streams × 2 rounds (at least 20 requests) × 64 tokens
+		case "paced", "stress": // 10 streams × 2 rounds (at least 20 requests) × 64 tokens
 			if r.Requests != 20 || r.Tokens != 20*64 {
-				t.Errorf("paced: %d requests, %d tokens; want 20 and 1280", r.Requests, r.Tokens)
+				t.Errorf("%s: %d requests, %d tokens; want 20 and 1280", only, r.Requests, r.Tokens)
 			}
 			if r.ErrMinMs < -0.05 {
-				t.Errorf("paced: a chunk stamped %.3f ms before the server wrote it", -r.ErrMinMs)
+				t.Errorf("%s: a chunk stamped %.3f ms before the server wrote it", only, -r.ErrMinMs)
 			}
 			if r.ErrP50Ms <= r.ErrMinMs || r.ErrP50Ms > 5 {
-				t.Errorf("paced: chunk error p50 %.3f ms (min %.3f); want a small positive delay", r.ErrP50Ms, r.ErrMinMs)
+				t.Errorf("%s: chunk error p50 %.3f ms (min %.3f); want a small positive delay", only, r.ErrP50Ms, r.ErrMinMs)
+			}
+			if want := map[string]float64{"paced": 25000, "stress": 50000}[only]; r.Offered != want || r.SteadyFrom != 16 {
+				t.Errorf("%s: offered %g tokens/s, steady figures from chunk %d; want %g and 16", only, r.Offered, r.SteadyFrom, want)
 			}
 		case "requests": // max(20 × 10, 2000) one-token answers
 			if r.Requests != 2000 || r.Tokens != 2000 || r.ReqPerS <= 0 || r.CPUUsPerReq <= 0 {
