@@ -330,7 +330,7 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
 	tr := api.NewTransport() // what tokbench bench measures with
 	if !h.rxStamp {
-		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.Fallback.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	ad := &stampAdapter{OpenAI: api.OpenAI{Chat: true}, collect: collect}
 	r := &load.Runner{

@@ -472,7 +472,7 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 	s.delta = api.MetricsSnapshot{}
 }
 
-func newTransport() *http.Transport { return api.NewTransport() }
+func newTransport() *api.Transport { return api.NewTransport() }
 
 // withModelLen records the max_model_len of the model list in run.json meta
 // as server_max_context and model_context_length, unless detection did.

@@ -3,11 +3,11 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"net/http"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/tokbench/tokbench/api"
 )
 
 // netFlags are bench's transport and failure-policy flags.
@@ -73,10 +73,10 @@ func (n *netFlags) validate() (string, error) {
 }
 
 // transport is the HTTP transport for the run.
-func (n *netFlags) transport() *http.Transport {
+func (n *netFlags) transport() *api.Transport {
 	t := newTransport()
 	if n.tls != nil {
-		t.TLSClientConfig = n.tls
+		t.Fallback.TLSClientConfig = n.tls
 	}
 	return t
 }

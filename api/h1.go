@@ -1,0 +1,518 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Transport is the HTTP transport tokbench measures with. Plain-HTTP
+// requests (the local and in-cluster servers where the client's own cost
+// matters most) run on its own HTTP/1.1 connections: the caller's goroutine
+// writes the request and reads the response itself, where net/http hands
+// each request to two more goroutines per connection (a writer and a
+// reader) and wakes three threads per request to do so. That costs a
+// fraction of the CPU per request and per token chunk, and two goroutine
+// stacks less per open stream. HTTPS, proxied requests and bodies of
+// unknown length go through Fallback, a net/http transport.
+//
+// Connections stay open between requests (any number per host), stamp
+// received data with the kernel's receive instant where the kernel allows
+// (ReceiveTimestampDialer), and report themselves to httptrace's GotConn.
+type Transport struct {
+	// Fallback serves what Transport does not, and dials for it:
+	// Transport's own connections come from Fallback.DialContext, so
+	// setting that (or TLSClientConfig, Proxy) configures both.
+	Fallback *http.Transport
+
+	mu   sync.Mutex
+	idle map[string][]*h1conn // host:port → idle connections, most recent last
+}
+
+// NewTransport is the transport tokbench bench runs with (and the bench/
+// harness measures with): kernel receive stamps, any number of connections
+// per host kept open, no response header timeout (a server may hold the
+// first byte back for a long prefill), and 2 KiB read and write buffers
+// per connection instead of net/http's 4 KiB, since every stream holds
+// them for its whole life: a request's headers and a token chunk's event
+// are a few hundred bytes, a larger body is written past the buffer, and a
+// larger chunk is read straight into the SSE decoder's buffer (which grows
+// with a fast stream).
+func NewTransport() *Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 10000
+	t.MaxConnsPerHost = 0
+	t.ResponseHeaderTimeout = 0
+	t.WriteBufferSize = h1Buffer
+	t.ReadBufferSize = h1Buffer
+	return &Transport{Fallback: t}
+}
+
+const (
+	h1Buffer = 2 << 10
+	// h1InlineBody: a body up to this size goes out in the same write as
+	// the request's head; a larger one follows it in a write of its own.
+	h1InlineBody = 64 << 10
+)
+
+// CloseIdleConnections closes the connections no request is using.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, cs := range idle {
+		for _, c := range cs {
+			c.conn.Close()
+		}
+	}
+	t.Fallback.CloseIdleConnections()
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.handles(req) {
+		return t.Fallback.RoundTrip(req)
+	}
+	if err := checkHeader(req.Header); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	ctx := req.Context()
+	body, err := requestBody(req)
+	if err != nil {
+		return nil, err
+	}
+	addr := hostPort(req.URL)
+	for attempt := 0; ; attempt++ {
+		c, err := t.conn(ctx, addr, attempt > 0)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.roundTrip(ctx, req, body)
+		if err == nil {
+			return resp, nil
+		}
+		c.conn.Close()
+		// A connection the server closed while it sat idle fails before
+		// any byte of the answer: send the request again on a new one,
+		// as net/http does.
+		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+	}
+}
+
+// handles reports whether the request is one for Transport's own
+// connections: plain HTTP, no proxy, a body of known length, no 100-continue.
+func (t *Transport) handles(req *http.Request) bool {
+	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		return false
+	}
+	if req.Header.Get("Expect") != "" || req.Header.Get("Upgrade") != "" {
+		return false
+	}
+	if t.Fallback.Proxy != nil {
+		if u, err := t.Fallback.Proxy(req); err != nil || u != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// requestBody reads the request's body, which RoundTrip must close.
+func requestBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	b := make([]byte, req.ContentLength)
+	if _, err := io.ReadFull(req.Body, b); err != nil {
+		return nil, fmt.Errorf("http: reading the request body: %w", err)
+	}
+	return b, nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// checkHeader refuses header names and values that would break the
+// request's framing (a CR or LF smuggling a header in), as net/http does.
+func checkHeader(h http.Header) error {
+	for k, vs := range h {
+		if k == "" || strings.ContainsAny(k, " :\r\n\t") {
+			return fmt.Errorf("net/http: invalid header field name %q", k)
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return fmt.Errorf("net/http: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
+
+func hostPort(u interface {
+	Hostname() string
+	Port() string
+}) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// conn returns an idle connection to addr, or dials one (always, if fresh).
+func (t *Transport) conn(ctx context.Context, addr string, fresh bool) (*h1conn, error) {
+	t.mu.Lock()
+	if cs := t.idle[addr]; len(cs) > 0 && !fresh {
+		c := cs[len(cs)-1]
+		cs[len(cs)-1] = nil
+		t.idle[addr] = cs[:len(cs)-1]
+		t.mu.Unlock()
+		c.reused = true
+		return c, nil
+	}
+	t.mu.Unlock()
+	dial := t.Fallback.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &h1conn{t: t, addr: addr, conn: nc, br: bufio.NewReaderSize(nc, h1Buffer)}, nil
+}
+
+// put returns a connection whose last answer was read to its end; one
+// holding bytes past that end (a server out of step) is closed instead.
+func (t *Transport) put(c *h1conn) {
+	if c.br.Buffered() > 0 {
+		c.conn.Close()
+		return
+	}
+	t.mu.Lock()
+	if t.idle == nil {
+		t.idle = make(map[string][]*h1conn)
+	}
+	t.idle[c.addr] = append(t.idle[c.addr], c)
+	t.mu.Unlock()
+}
+
+// h1conn is one HTTP/1.1 connection, used by one request at a time.
+type h1conn struct {
+	t      *Transport
+	addr   string
+	conn   net.Conn
+	br     *bufio.Reader
+	head   []byte // the request head being written, reused
+	reused bool
+}
+
+// errNoAnswer: the connection failed before any byte of the answer.
+var errNoAnswer = errors.New("connection closed before any byte of the answer")
+
+func (c *h1conn) roundTrip(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
+	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: c.reused})
+	}
+	// A cancelled context ends any read or write in progress at once.
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	if err := c.write(req, body); err != nil {
+		stop()
+		return nil, answerError(err, false)
+	}
+	resp, err := c.readHead(req)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	c.body(ctx, req, resp, stop)
+	return resp, nil
+}
+
+// answerError marks failures before the answer's first byte as errNoAnswer
+// (with the cause kept), so a reused connection's request can be retried.
+func answerError(err error, gotBytes bool) error {
+	if gotBytes {
+		return err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
+	return err
+}
+
+func (c *h1conn) write(req *http.Request, body []byte) error {
+	b := c.head[:0]
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, req.URL.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	for k, vs := range req.Header {
+		switch k {
+		case "Host", "Content-Length", "Connection", "Transfer-Encoding":
+			continue
+		}
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		b = append(b, "User-Agent: Go-http-client/1.1\r\n"...)
+	}
+	if body != nil || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(len(body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	if req.Close {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	if len(body) <= h1InlineBody {
+		b = append(b, body...)
+		body = nil
+	}
+	c.head = b
+	if cap(c.head) > 4<<10 { // keep no large body around between requests
+		c.head = nil
+	}
+	if _, err := c.conn.Write(b); err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		if _, err := c.conn.Write(body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readHead reads the status line and headers, skipping interim (1xx) answers.
+func (c *h1conn) readHead(req *http.Request) (*http.Response, error) {
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, answerError(err, false)
+	}
+	tp := textproto.NewReader(c.br)
+	for {
+		line, err := tp.ReadLine()
+		if err != nil {
+			return nil, err
+		}
+		proto, status, ok := strings.Cut(line, " ")
+		major, minor, okProto := http.ParseHTTPVersion(proto)
+		codeText, _, _ := strings.Cut(status, " ")
+		code, err := strconv.Atoi(codeText)
+		if !ok || !okProto || len(codeText) != 3 || err != nil || code < 100 {
+			return nil, fmt.Errorf("malformed HTTP response %q", line)
+		}
+		hdr, err := tp.ReadMIMEHeader()
+		if err != nil {
+			return nil, fmt.Errorf("malformed HTTP response headers: %w", err)
+		}
+		if code < 200 && code != http.StatusSwitchingProtocols {
+			continue // 100 Continue, 103 Early Hints
+		}
+		resp := &http.Response{
+			Status:     strings.TrimSpace(status),
+			StatusCode: code,
+			Proto:      proto,
+			ProtoMajor: major,
+			ProtoMinor: minor,
+			Header:     http.Header(hdr),
+			Request:    req,
+		}
+		resp.Close = req.Close || hasToken(resp.Header, "Connection", "close") ||
+			(major == 1 && minor == 0 && !hasToken(resp.Header, "Connection", "keep-alive"))
+		return resp, nil
+	}
+}
+
+// hasToken reports whether a comma-separated header holds the token.
+func hasToken(h http.Header, key, token string) bool {
+	for _, v := range h[key] {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// body sets up the answer's body reader by its framing: chunked, a
+// Content-Length, or the rest of the connection.
+func (c *h1conn) body(ctx context.Context, req *http.Request, resp *http.Response, stop func() bool) *h1body {
+	b := &h1body{c: c, ctx: ctx, stop: stop, reuse: !resp.Close}
+	resp.Body = b
+	switch {
+	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
+		resp.ContentLength = 0
+		b.r = bytes.NewReader(nil)
+	case hasToken(resp.Header, "Transfer-Encoding", "chunked"):
+		resp.TransferEncoding = []string{"chunked"}
+		resp.ContentLength = -1
+		resp.Header.Del("Transfer-Encoding")
+		b.r = httputil.NewChunkedReader(c.br)
+		b.chunked = true
+	case resp.Header.Get("Content-Length") != "":
+		n, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get("Content-Length")), 10, 64)
+		if err != nil || n < 0 {
+			b.err = fmt.Errorf("malformed Content-Length %q", resp.Header.Get("Content-Length"))
+			break
+		}
+		resp.ContentLength = n
+		b.r = io.LimitReader(c.br, n)
+		b.length = n
+	default: // the body runs to the end of the connection
+		resp.ContentLength = -1
+		resp.Close = true
+		b.reuse = false
+		b.r = c.br
+	}
+	if b.err != nil {
+		b.releaseLocked(false)
+	} else if resp.ContentLength == 0 {
+		b.err = io.EOF // nothing to read: the connection is free now
+		b.releaseLocked(b.reuse)
+	}
+	return b
+}
+
+// h1body is an answer's body. At its clean end the connection goes back to
+// the pool; closed early or broken, the connection is closed. Close may
+// come from another goroutine while a Read waits (a stall timer): it
+// closes the connection, which ends that Read.
+type h1body struct {
+	c       *h1conn
+	ctx     context.Context
+	stop    func() bool
+	r       io.Reader
+	chunked bool
+	length  int64 // Content-Length, when framed by it
+	read    int64 // only the reading goroutine touches it
+	reuse   bool
+
+	mu   sync.Mutex
+	err  error // sticky: io.EOF at the clean end, or why reading ended
+	done bool  // the connection was released
+}
+
+var errClosedBody = errors.New("http: read on closed response body")
+
+func (b *h1body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	err := b.err
+	b.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	var end error // nil: more to come; io.EOF: the clean end; else the failure
+	switch {
+	case err == io.EOF && b.chunked:
+		// The last chunk may be followed by trailer fields, then a blank line.
+		if _, terr := textproto.NewReader(b.c.br).ReadMIMEHeader(); terr != nil {
+			end = fmt.Errorf("reading the body's trailer: %w", terr)
+		} else {
+			end = io.EOF
+		}
+	case err == io.EOF && b.read < b.length:
+		end = io.ErrUnexpectedEOF
+	case err != nil:
+		end = err
+	case b.length > 0 && b.read == b.length:
+		end = io.EOF // the whole body: free the connection without another read
+	}
+	if end == nil {
+		return n, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil { // closed while the read waited
+		return n, b.err
+	}
+	if end == io.EOF {
+		b.err = io.EOF
+		b.releaseLocked(b.reuse)
+		if n > 0 {
+			return n, nil
+		}
+		return 0, io.EOF
+	}
+	if b.ctx.Err() != nil {
+		end = b.ctx.Err()
+	}
+	b.err = end
+	b.releaseLocked(false)
+	return n, end
+}
+
+// releaseLocked ends the request's hold on the connection: back to the
+// pool when keep is set and the context never cut it, closed otherwise.
+func (b *h1body) releaseLocked(keep bool) {
+	if b.done {
+		return
+	}
+	b.done = true
+	if !b.stop() { // the context fired: the connection's deadline is spent
+		keep = false
+	}
+	if keep {
+		b.c.reused = false
+		b.c.t.put(b.c)
+		return
+	}
+	b.c.conn.Close()
+}
+
+func (b *h1body) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err == nil {
+		b.err = errClosedBody
+	}
+	b.releaseLocked(false)
+	return nil
+}

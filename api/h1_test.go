@@ -1,0 +1,414 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rawServer is a loopback server that answers each connection with a script
+// of raw bytes, so the framing the transport meets is exactly known.
+type rawServer struct {
+	ln    net.Listener
+	conns atomic.Int32
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	open  []net.Conn
+}
+
+// newRawServer calls serve for every accepted connection, in its own goroutine.
+func newRawServer(t *testing.T, serve func(n int, c net.Conn, br *bufio.Reader)) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := int(s.conns.Add(1))
+			s.mu.Lock()
+			s.open = append(s.open, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				serve(n, c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		s.mu.Lock()
+		for _, c := range s.open {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *rawServer) url(path string) string { return "http://" + s.ln.Addr().String() + path }
+
+// readReq reads one request and its body off a server connection.
+func readReq(br *bufio.Reader) (*http.Request, []byte, error) {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := io.ReadAll(req.Body)
+	return req, body, err
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("GET %s body: %v", u, err)
+	}
+	return resp, string(b)
+}
+
+// TestTransportFraming: every way an HTTP/1.1 answer marks its end, read
+// to the byte; a connection is reused exactly when its answer allows it.
+func TestTransportFraming(t *testing.T) {
+	answers := map[string]string{
+		"/chunked":   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n",
+		"/length":    "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+		"/continue":  "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/nocontent": "HTTP/1.1 204 No Content\r\n\r\n",
+		"/empty":     "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"/close":     "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end",
+		"/http10":    "HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nold!",
+		"/extra":     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n", // out of step
+	}
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, _, err := readReq(br)
+			if err != nil {
+				return
+			}
+			a := answers[req.URL.Path]
+			io.WriteString(c, a)
+			if strings.Contains(a, "close") || strings.HasPrefix(a, "HTTP/1.0") {
+				return
+			}
+		}
+	})
+	tr := NewTransport()
+	client := &http.Client{Transport: tr}
+	cases := []struct {
+		path, body string
+		status     int
+		newConn    bool // the next request needs a new connection
+	}{
+		{"/chunked", "hello world", 200, false},
+		{"/length", "hello world", 200, false},
+		{"/continue", "ok", 200, false},
+		{"/nocontent", "", 204, false},
+		{"/empty", "", 200, false},
+		{"/close", "until the end", 200, true},
+		{"/http10", "old!", 200, true},
+		{"/extra", "ok", 200, true},
+		{"/length", "hello world", 200, false},
+	}
+	wantConns := int32(1)
+	for _, c := range cases {
+		resp, body := get(t, client, srv.url(c.path))
+		if resp.StatusCode != c.status || body != c.body {
+			t.Errorf("%s: %d %q, want %d %q", c.path, resp.StatusCode, body, c.status, c.body)
+		}
+		if got := srv.conns.Load(); got != wantConns {
+			t.Errorf("%s: the server saw %d connections, want %d", c.path, got, wantConns)
+		}
+		if c.newConn {
+			wantConns++
+		}
+	}
+}
+
+// TestTransportRequestHead: what goes on the wire is the request as built:
+// method, path and query, Host, the caller's headers, an exact
+// Content-Length and the body, inline or (large) after the head.
+func TestTransportRequestHead(t *testing.T) {
+	type seen struct {
+		method, uri, host, auth, ua, ctype string
+		length                             int64
+		body                               []byte
+	}
+	got := make(chan seen, 4)
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, body, err := readReq(br)
+			if err != nil {
+				return
+			}
+			got <- seen{req.Method, req.RequestURI, req.Host, req.Header.Get("Authorization"), req.Header.Get("User-Agent"),
+				req.Header.Get("Content-Type"), req.ContentLength, body}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	for _, size := range []int{300, h1InlineBody + 12345} {
+		body := bytes.Repeat([]byte("x"), size)
+		req, _ := http.NewRequest("POST", srv.url("/v1/chat/completions?a=b"), bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-secret")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s := <-got
+		if s.method != "POST" || s.uri != "/v1/chat/completions?a=b" || s.host != srv.ln.Addr().String() ||
+			s.auth != "Bearer sk-secret" || s.ua != "Go-http-client/1.1" || s.ctype != "application/json" ||
+			s.length != int64(size) || !bytes.Equal(s.body, body) {
+			t.Errorf("%d-byte body: server saw %s %s host %q auth %q ua %q type %q length %d body %d bytes",
+				size, s.method, s.uri, s.host, s.auth, s.ua, s.ctype, s.length, len(s.body))
+		}
+	}
+}
+
+// TestTransportRejectsHeaderInjection: a header value with a line break
+// fails the request before anything is written.
+func TestTransportRejectsHeaderInjection(t *testing.T) {
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) { io.Copy(io.Discard, br) })
+	req, _ := http.NewRequest("GET", srv.url("/"), nil)
+	req.Header.Set("X-Evil", "a\r\nInjected: yes")
+	if _, err := (&http.Client{Transport: NewTransport()}).Do(req); err == nil || !strings.Contains(err.Error(), "invalid header") {
+		t.Errorf("err = %v, want an invalid header error", err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := srv.conns.Load(); n != 0 {
+		t.Errorf("%d connections opened for a refused request", n)
+	}
+}
+
+// TestTransportRetriesStaleIdle: a server that closes its side of a kept
+// connection after answering leaves a stale idle connection; the next
+// request fails on it before any answer and is sent again, body intact,
+// on a new connection.
+func TestTransportRetriesStaleIdle(t *testing.T) {
+	var bodies sync.Map
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		_, body, err := readReq(br)
+		if err != nil {
+			return
+		}
+		bodies.Store(n, string(body))
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		// close without saying so
+	})
+	client := &http.Client{Transport: NewTransport()}
+	for i := range 3 {
+		resp, err := client.Post(srv.url("/"), "text/plain", strings.NewReader(fmt.Sprintf("request %d", i)))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Fatalf("request %d: body %q", i, b)
+		}
+		time.Sleep(20 * time.Millisecond) // the server's close reaches the client
+		if v, _ := bodies.Load(int(srv.conns.Load())); v != fmt.Sprintf("request %d", i) {
+			t.Errorf("request %d: the last connection got %q", i, v)
+		}
+	}
+	if n := srv.conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (one per request)", n)
+	}
+}
+
+// TestTransportCancel: a cancelled context ends a request waiting for its
+// answer and one whose body is streaming, at once, and the connection is
+// not kept.
+func TestTransportCancel(t *testing.T) {
+	closed := make(chan int, 4)
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		req, _, err := readReq(br)
+		if err != nil {
+			return
+		}
+		if req.URL.Path == "/stream" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+		}
+		io.Copy(io.Discard, br) // hold the answer until the client goes
+		closed <- n
+	})
+	tr := NewTransport()
+	client := &http.Client{Transport: tr}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.url("/wait"), nil)
+	t0 := time.Now()
+	_, err := client.Do(req)
+	if !errors.Is(err, context.Canceled) || time.Since(t0) > 2*time.Second {
+		t.Errorf("waiting for the answer: %v after %v, want context.Canceled at once", err, time.Since(t0))
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	req, _ = http.NewRequestWithContext(ctx, "GET", srv.url("/stream"), nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := resp.Body.Read(buf); string(buf[:n]) != "first" {
+		t.Fatalf("first read %q, %v", buf[:n], err)
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	t0 = time.Now()
+	_, err = resp.Body.Read(buf)
+	if !errors.Is(err, context.Canceled) || time.Since(t0) > 2*time.Second {
+		t.Errorf("streaming body: %v after %v, want context.Canceled at once", err, time.Since(t0))
+	}
+	resp.Body.Close()
+	for i := range 2 {
+		select {
+		case <-closed:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("connection %d of the cancelled requests is still open", i+1)
+		}
+	}
+}
+
+// TestTransportCloseDuringRead: Close from another goroutine (a stall
+// timer) ends a Read waiting for data, and the connection is not reused.
+func TestTransportCloseDuringRead(t *testing.T) {
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readReq(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+		io.Copy(io.Discard, br)
+	})
+	client := &http.Client{Transport: NewTransport()}
+	resp, err := client.Get(srv.url("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, func() { resp.Body.Close() })
+	done := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(make([]byte, 8))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Read after Close succeeded")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not end the waiting Read")
+	}
+	resp2, err := client.Get(srv.url("/"))
+	if err == nil {
+		resp2.Body.Close()
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: a closed body's connection is not reused", n)
+	}
+}
+
+// TestTransportEarlyCloseThenReuse: a body closed before its end closes
+// the connection; one read to its end is reused; many requests at once get
+// connections of their own.
+func TestTransportEarlyCloseThenReuse(t *testing.T) {
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 3 {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	var conns atomic.Int32
+	hs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.Start()
+	defer hs.Close()
+	client := &http.Client{Transport: NewTransport()}
+	resp, err := client.Get(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Read(make([]byte, 4))
+	resp.Body.Close() // early: the connection goes
+	for range 5 {
+		if _, body := get(t, client, hs.URL); body != "data: 0\n\ndata: 1\n\ndata: 2\n\n" {
+			t.Fatalf("body %q", body)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the early-closed one, then one reused)", n)
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := client.Get(hs.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if len(b) != 27 {
+				t.Errorf("concurrent body %q", b)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestTransportFallback: HTTPS and proxied requests go through net/http.
+func TestTransportFallback(t *testing.T) {
+	hs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secure") }))
+	defer hs.Close()
+	tr := NewTransport()
+	tr.Fallback.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // test server
+	if _, body := get(t, &http.Client{Transport: tr}, hs.URL); body != "secure" {
+		t.Errorf("https body %q", body)
+	}
+
+	var proxied atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Store(r.URL.IsAbs()) // a proxy gets the absolute URL
+		io.WriteString(w, "via proxy")
+	}))
+	defer proxy.Close()
+	pu, _ := url.Parse(proxy.URL)
+	tr = NewTransport()
+	tr.Fallback.Proxy = http.ProxyURL(pu)
+	if _, body := get(t, &http.Client{Transport: tr}, "http://model.internal/v1/models"); body != "via proxy" || !proxied.Load() {
+		t.Errorf("proxied body %q (absolute URL %v)", body, proxied.Load())
+	}
+}
