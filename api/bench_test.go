@@ -98,18 +98,42 @@ func BenchmarkDo(b *testing.B) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	defer tr.CloseIdleConnections()
-	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
-	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: tokens}
-	done := perToken(b, tokens)
-	for b.Loop() {
-		resp := c.Do(context.Background(), req)
-		if resp.Failed() || len(resp.Chunks) != tokens {
-			b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
-		}
+	for _, tr := range benchTransports() {
+		b.Run("transport="+tr.name, func(b *testing.B) {
+			defer tr.rt.CloseIdleConnections()
+			c := &Client{HTTP: &http.Client{Transport: tr.rt}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
+			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: tokens}
+			done := perToken(b, tokens)
+			for b.Loop() {
+				resp := c.Do(context.Background(), req)
+				if resp.Failed() || len(resp.Chunks) != tokens {
+					b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+				}
+			}
+			done()
+		})
 	}
-	done()
+}
+
+// benchTransports are the transports the whole-request benchmarks compare:
+// tokbench's own (what bench runs) and net/http's.
+func benchTransports() []struct {
+	name string
+	rt   interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	}
+} {
+	return []struct {
+		name string
+		rt   interface {
+			http.RoundTripper
+			CloseIdleConnections()
+		}
+	}{
+		{"tokbench", NewTransport()},
+		{"net-http", &http.Transport{MaxIdleConnsPerHost: 64}},
+	}
 }
 
 // ollamaBody is a complete Ollama /api/chat stream of n token lines and
@@ -157,15 +181,18 @@ func BenchmarkDoOneToken(b *testing.B) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	defer tr.CloseIdleConnections()
-	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
-	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: 1}
-	b.ReportAllocs()
-	for b.Loop() {
-		resp := c.Do(context.Background(), req)
-		if resp.Failed() || len(resp.Chunks) != 1 {
-			b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
-		}
+	for _, tr := range benchTransports() {
+		b.Run("transport="+tr.name, func(b *testing.B) {
+			defer tr.rt.CloseIdleConnections()
+			c := &Client{HTTP: &http.Client{Transport: tr.rt}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
+			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: 1}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp := c.Do(context.Background(), req)
+				if resp.Failed() || len(resp.Chunks) != 1 {
+					b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+				}
+			}
+		})
 	}
 }

@@ -83,19 +83,28 @@ func BenchmarkRequestPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	defer tr.CloseIdleConnections()
-	r := &Runner{Client: &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},
-		Tokenizer: tok, Timeout: 10 * time.Second}
-	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 8}, Requests: requests}
-	done := perToken(b, tokens*requests)
-	for b.Loop() {
-		res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: tokens})
-		if err != nil || res.Level.Requests.Completed != requests {
-			b.Fatalf("level: %v, %+v", err, res.Level.Requests)
+	for _, tc := range []struct {
+		name string
+		rt   interface {
+			http.RoundTripper
+			CloseIdleConnections()
 		}
+	}{{"tokbench", api.NewTransport()}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 64}}} {
+		b.Run("transport="+tc.name, func(b *testing.B) {
+			defer tc.rt.CloseIdleConnections()
+			r := &Runner{Client: &api.Client{HTTP: &http.Client{Transport: tc.rt}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},
+				Tokenizer: tok, Timeout: 10 * time.Second}
+			lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 8}, Requests: requests}
+			done := perToken(b, tokens*requests)
+			for b.Loop() {
+				res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: tokens})
+				if err != nil || res.Level.Requests.Completed != requests {
+					b.Fatalf("level: %v, %+v", err, res.Level.Requests)
+				}
+			}
+			done()
+		})
 	}
-	done()
 }
 
 // streamBody is a complete chat stream of n one-token chunks with usage.
