@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/textproto"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,11 +90,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.handles(req) {
 		return t.Fallback.RoundTrip(req)
 	}
-	if err := checkHeader(req.Header); err != nil {
+	err := checkHeader(req.Header)
+	if err == nil {
+		err = checkTarget(req)
+	}
+	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
 	ctx := req.Context()
+	// A request whose context already ended is not sent: on an idle
+	// connection the write would beat the cancellation (net/http checks
+	// first too).
+	if err := ctx.Err(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	body, err := requestBody(req)
 	if err != nil {
 		return nil, err
@@ -111,8 +123,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.conn.Close()
 		// A connection the server closed while it sat idle fails before
 		// any byte of the answer: send the request again on a new one,
-		// as net/http does.
-		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil {
+		// as net/http does. But conn found this one open just before
+		// (checked), so once the request went out whole the server may
+		// have it and be running it (a generation): then only a request
+		// that may run twice is sent again, as in net/http. Where conn
+		// could not look, a stale connection is the likely cause and the
+		// request is sent again.
+		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil ||
+			(c.sent && c.checked && !replayable(req)) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -139,6 +157,19 @@ func (t *Transport) handles(req *http.Request) bool {
 		}
 	}
 	return true
+}
+
+// replayable reports whether a request may reach the server twice:
+// net/http's rule, an idempotent method or an idempotency key (the body is
+// held in memory, so it can always be sent again).
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
 }
 
 // requestBody reads the request's body, which RoundTrip must close.
@@ -176,6 +207,23 @@ func checkHeader(h http.Header) error {
 	return nil
 }
 
+// checkTarget refuses a Host or a request target holding a control byte (a
+// line break would add lines of the caller's to the request's head), as
+// net/http does.
+func checkTarget(req *http.Request) error {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New("http: invalid Host header")
+	}
+	if strings.ContainsFunc(req.URL.RequestURI(), func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return errors.New("net/http: can't write control character in Request.URL")
+	}
+	return nil
+}
+
 func hostPort(u interface {
 	Hostname() string
 	Port() string
@@ -188,17 +236,28 @@ func hostPort(u interface {
 }
 
 // conn returns an idle connection to addr, or dials one (always, if fresh).
+// An idle connection the server closed, or sent bytes on, is closed and
+// the next one tried.
 func (t *Transport) conn(ctx context.Context, addr string, fresh bool) (*h1conn, error) {
-	t.mu.Lock()
-	if cs := t.idle[addr]; len(cs) > 0 && !fresh {
+	for !fresh {
+		t.mu.Lock()
+		cs := t.idle[addr]
+		if len(cs) == 0 {
+			t.mu.Unlock()
+			break
+		}
 		c := cs[len(cs)-1]
 		cs[len(cs)-1] = nil
 		t.idle[addr] = cs[:len(cs)-1]
 		t.mu.Unlock()
-		c.reused = true
+		usable, known := idleUsable(c.conn)
+		if !usable {
+			c.conn.Close()
+			continue
+		}
+		c.reused, c.checked = true, known
 		return c, nil
 	}
-	t.mu.Unlock()
 	dial := t.Fallback.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
@@ -225,14 +284,55 @@ func (t *Transport) put(c *h1conn) {
 	t.mu.Unlock()
 }
 
+// idleUsable reports whether an idle connection can carry a request: the
+// server has not closed it (a keep-alive timeout) nor sent bytes no request
+// asked for (a server out of step, whose stray answer the next request
+// would take for its own). net/http's reader goroutine sees both as they
+// happen; here one read that does not wait looks (the socket does not
+// block, so it says EAGAIN when all is well). known is false where it
+// cannot look (Windows, a connection without a descriptor).
+func idleUsable(nc net.Conn) (usable, known bool) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok || runtime.GOOS == "windows" {
+		return true, false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return true, false
+	}
+	var (
+		rerr error
+		b    [1]byte
+	)
+	if err := raw.Read(func(fd uintptr) bool {
+		for {
+			_, rerr = sysRead(syscall.Read, fd, b[:])
+			if rerr != syscall.EINTR {
+				return true
+			}
+		}
+	}); err != nil {
+		return false, true
+	}
+	return rerr == syscall.EAGAIN, true // not a byte, an end or an error
+}
+
+// sysRead calls syscall.Read, whose descriptor is an int on Unix and a
+// Handle on Windows, so that this file builds on both.
+func sysRead[FD ~int | ~uintptr](read func(FD, []byte) (int, error), fd uintptr, p []byte) (int, error) {
+	return read(FD(fd), p)
+}
+
 // h1conn is one HTTP/1.1 connection, used by one request at a time.
 type h1conn struct {
-	t      *Transport
-	addr   string
-	conn   net.Conn
-	br     *bufio.Reader
-	head   []byte // the request head being written, reused
-	reused bool
+	t       *Transport
+	addr    string
+	conn    net.Conn
+	br      *bufio.Reader
+	head    []byte // the request head being written, reused
+	reused  bool
+	checked bool // reused, and idleUsable could look at it
+	sent    bool // the current request went out whole
 }
 
 // errNoAnswer: the connection failed before any byte of the answer.
@@ -244,10 +344,12 @@ func (c *h1conn) roundTrip(ctx context.Context, req *http.Request, body []byte) 
 	}
 	// A cancelled context ends any read or write in progress at once.
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	c.sent = false
 	if err := c.write(req, body); err != nil {
 		stop()
 		return nil, answerError(err, false)
 	}
+	c.sent = true
 	resp, err := c.readHead(req)
 	if err != nil {
 		stop()
@@ -396,14 +498,24 @@ func (c *h1conn) body(ctx context.Context, req *http.Request, resp *http.Respons
 		b.r = httputil.NewChunkedReader(c.br)
 		b.chunked = true
 	case resp.Header.Get("Content-Length") != "":
-		n, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get("Content-Length")), 10, 64)
-		if err != nil || n < 0 {
-			b.err = fmt.Errorf("malformed Content-Length %q", resp.Header.Get("Content-Length"))
+		// Digits only, and repeated only with the same value (net/http's
+		// rule): with two lengths there is no telling where the answer
+		// ends, and a wrong guess leaves its rest on the connection to be
+		// taken for the next answer.
+		cl := resp.Header["Content-Length"]
+		n, err := strconv.ParseUint(strings.TrimSpace(cl[0]), 10, 63)
+		for _, v := range cl[1:] {
+			if strings.TrimSpace(v) != strings.TrimSpace(cl[0]) {
+				err = errors.New("differing values")
+			}
+		}
+		if err != nil {
+			b.err = fmt.Errorf("malformed Content-Length %q", cl)
 			break
 		}
-		resp.ContentLength = n
-		b.r = io.LimitReader(c.br, n)
-		b.length = n
+		resp.ContentLength = int64(n)
+		b.r = io.LimitReader(c.br, int64(n))
+		b.length = int64(n)
 	default: // the body runs to the end of the connection
 		resp.ContentLength = -1
 		resp.Close = true

@@ -210,8 +210,8 @@ func TestTransportRejectsHeaderInjection(t *testing.T) {
 
 // TestTransportRetriesStaleIdle: a server that closes its side of a kept
 // connection after answering leaves a stale idle connection; the next
-// request fails on it before any answer and is sent again, body intact,
-// on a new connection.
+// request is not lost on it but goes, body intact, on a new connection
+// (conn sees the close before sending).
 func TestTransportRetriesStaleIdle(t *testing.T) {
 	var bodies sync.Map
 	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
@@ -410,5 +410,173 @@ func TestTransportFallback(t *testing.T) {
 	tr.Fallback.Proxy = http.ProxyURL(pu)
 	if _, body := get(t, &http.Client{Transport: tr}, "http://model.internal/v1/models"); body != "via proxy" || !proxied.Load() {
 		t.Errorf("proxied body %q (absolute URL %v)", body, proxied.Load())
+	}
+}
+
+// TestTransportNoResendAfterWrite: a POST written whole on a kept
+// connection that the server then closes without a byte of answer may have
+// reached it (a generation may be running): it fails and is not sent again,
+// as net/http does. A GET in the same place is sent again on a new
+// connection.
+func TestTransportNoResendAfterWrite(t *testing.T) {
+	var seen atomic.Int32
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for i := 0; ; i++ {
+			req, _, err := readReq(br)
+			if err != nil {
+				return
+			}
+			seen.Add(1)
+			if req.URL.Path == "/hangup" && i > 0 {
+				return // read the request, then hang up without answering
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	get(t, client, srv.url("/"))
+	resp, err := client.Post(srv.url("/hangup"), "application/json", strings.NewReader(`{"prompt":"x"}`))
+	if err == nil {
+		resp.Body.Close()
+		t.Errorf("POST on a connection the server hung up on succeeded: it was sent again")
+	}
+	if n := seen.Load(); n != 2 {
+		t.Errorf("the server got %d requests, want 2 (the POST once)", n)
+	}
+	get(t, client, srv.url("/"))
+	if _, body := get(t, client, srv.url("/hangup")); body != "ok" {
+		t.Errorf("GET sent again: body %q", body)
+	}
+}
+
+// TestTransportIdleUnsolicited: bytes that reach an idle connection after
+// its answer ended (a server out of step) are no answer to the next
+// request, which goes on a new connection.
+func TestTransportIdleUnsolicited(t *testing.T) {
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		for i := 0; ; i++ {
+			if _, _, err := readReq(br); err != nil {
+				return
+			}
+			if n == 1 && i == 0 {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				time.Sleep(30 * time.Millisecond)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	if _, body := get(t, client, srv.url("/")); body != "ok" {
+		t.Fatalf("first body %q", body)
+	}
+	time.Sleep(100 * time.Millisecond) // the stray answer arrives
+	if _, body := get(t, client, srv.url("/")); body != "fresh" {
+		t.Errorf("second body %q, want %q: a stray answer was taken for it", body, "fresh")
+	}
+}
+
+// TestTransportCanceledBeforeSend: a request whose context already ended
+// is not sent, even with an idle connection ready (net/http checks first).
+func TestTransportCanceledBeforeSend(t *testing.T) {
+	var seen atomic.Int32
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			if _, _, err := readReq(br); err != nil {
+				return
+			}
+			seen.Add(1)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 10 {
+		get(t, client, srv.url("/")) // a connection waits idle
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.url("/v1/completions"), strings.NewReader(`{}`))
+		if resp, err := client.Do(req); !errors.Is(err, context.Canceled) {
+			if err == nil {
+				resp.Body.Close()
+			}
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := seen.Load(); n != 10 {
+		t.Errorf("the server got %d requests, want 10: %d canceled ones were sent", n, n-10)
+	}
+}
+
+// TestTransportBadContentLength: a Content-Length the answer's framing
+// cannot rest on (two that differ, a sign) fails the body, as net/http
+// does, and the connection is not kept.
+func TestTransportBadContentLength(t *testing.T) {
+	answers := map[string]string{
+		"/two":  "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 7\r\n\r\nokHTTP/1",
+		"/sign": "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+		"/same": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+	}
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, _, err := readReq(br)
+			if err != nil {
+				return
+			}
+			io.WriteString(c, answers[req.URL.Path])
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	for _, path := range []string{"/two", "/sign", "/same"} {
+		resp, err := client.Get(srv.url(path))
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if wantErr := path != "/same"; (err != nil) != wantErr || (!wantErr && string(b) != "ok") {
+			t.Errorf("%s: body %q, err %v; want an error: %v", path, b, err, wantErr)
+		}
+	}
+	if n := srv.conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (a new one after each bad length)", n)
+	}
+}
+
+// TestTransportRejectsTargetInjection: a Host or a request target with a
+// line break fails the request before anything is written, as net/http's
+// does, rather than adding lines to the request's head.
+func TestTransportRejectsTargetInjection(t *testing.T) {
+	var injected atomic.Bool
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, _, err := readReq(br)
+			if err != nil {
+				return
+			}
+			if req.Header.Get("X-Injected") != "" {
+				injected.Store(true)
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	req, _ := http.NewRequest("GET", srv.url("/"), nil)
+	req.Host = "model.internal\r\nX-Injected: yes"
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Error("a Host with a line break was sent")
+	}
+	req, _ = http.NewRequest("GET", srv.url("/"), nil)
+	req.URL.RawQuery = "a=1 HTTP/1.1\r\nX-Injected: yes\r\nX-Rest:"
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Error("a request target with a line break was sent")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := srv.conns.Load(); n != 0 || injected.Load() {
+		t.Errorf("%d connections opened for refused requests; a header injected: %v", n, injected.Load())
 	}
 }
