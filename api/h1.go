@@ -542,46 +542,45 @@ type h1body struct {
 	r       io.Reader
 	chunked bool
 	length  int64 // Content-Length, when framed by it
-	read    int64 // only the reading goroutine touches it
+	read    int64 // touched by one reader at a time (reading, draining)
 	reuse   bool
 
-	mu   sync.Mutex
-	err  error // sticky: io.EOF at the clean end, or why reading ended
-	done bool  // the connection was released
+	mu       sync.Mutex
+	err      error // sticky: io.EOF at the clean end, or why reading ended
+	done     bool  // the connection was released
+	reading  bool  // a Read waits outside mu
+	draining bool  // Close reads the rest of the answer
+	cut      bool  // a second Close cut the connection while Close drained
 }
 
 var errClosedBody = errors.New("http: read on closed response body")
 
+// Close reads what is left of an answer for at most drainWait and
+// drainMax bytes before giving up its connection: a reader that stops at
+// the answer's last event (an SSE decoder at [DONE]) leaves the chunked
+// end marker unread, often still on its way, and the connection can carry
+// the next request once it is read. net/http reads up to 256 KB on Close,
+// without a time limit.
+const (
+	drainWait = 50 * time.Millisecond
+	drainMax  = 64 << 10
+)
+
 func (b *h1body) Read(p []byte) (int, error) {
 	b.mu.Lock()
-	err := b.err
-	b.mu.Unlock()
-	if err != nil {
+	if err := b.err; err != nil {
+		b.mu.Unlock()
 		return 0, err
 	}
-	n, err := b.r.Read(p)
-	b.read += int64(n)
-	var end error // nil: more to come; io.EOF: the clean end; else the failure
-	switch {
-	case err == io.EOF && b.chunked:
-		// The last chunk may be followed by trailer fields, then a blank line.
-		if _, terr := textproto.NewReader(b.c.br).ReadMIMEHeader(); terr != nil {
-			end = fmt.Errorf("reading the body's trailer: %w", terr)
-		} else {
-			end = io.EOF
-		}
-	case err == io.EOF && b.read < b.length:
-		end = io.ErrUnexpectedEOF
-	case err != nil:
-		end = err
-	case b.length > 0 && b.read == b.length:
-		end = io.EOF // the whole body: free the connection without another read
-	}
+	b.reading = true
+	b.mu.Unlock()
+	n, end := b.next(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reading = false
 	if end == nil {
 		return n, nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.err != nil { // closed while the read waited
 		return n, b.err
 	}
@@ -599,6 +598,28 @@ func (b *h1body) Read(p []byte) (int, error) {
 	b.err = end
 	b.releaseLocked(false)
 	return n, end
+}
+
+// next reads from the answer's framing and says whether the body ended:
+// nil (more to come), io.EOF (its clean end), or why reading failed.
+func (b *h1body) next(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	switch {
+	case err == io.EOF && b.chunked:
+		// The last chunk may be followed by trailer fields, then a blank line.
+		if _, terr := textproto.NewReader(b.c.br).ReadMIMEHeader(); terr != nil {
+			return n, fmt.Errorf("reading the body's trailer: %w", terr)
+		}
+		return n, io.EOF
+	case err == io.EOF && b.read < b.length:
+		return n, io.ErrUnexpectedEOF
+	case err != nil:
+		return n, err
+	case b.length > 0 && b.read == b.length:
+		return n, io.EOF // the whole body: free the connection without another read
+	}
+	return n, nil
 }
 
 // releaseLocked ends the request's hold on the connection: back to the
@@ -619,12 +640,53 @@ func (b *h1body) releaseLocked(keep bool) {
 	b.c.conn.Close()
 }
 
+// Close ends the body. Called while a Read waits (a stall timer), it cuts
+// the connection, which ends that Read; otherwise it first reads the rest
+// of the answer, briefly, to keep the connection (see drainWait).
 func (b *h1body) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.err == nil {
-		b.err = errClosedBody
+	switch {
+	case b.draining: // a second Close while the first drains: cut it short
+		b.cut = true
+		b.c.conn.Close()
+		b.mu.Unlock()
+		return nil
+	case b.done:
+		b.mu.Unlock()
+		return nil
 	}
-	b.releaseLocked(false)
+	b.err = errClosedBody
+	if b.reading || !b.reuse {
+		b.releaseLocked(false)
+		b.mu.Unlock()
+		return nil
+	}
+	b.draining = true
+	b.mu.Unlock()
+	keep := b.drain()
+	b.mu.Lock()
+	b.draining = false
+	b.releaseLocked(keep && !b.cut)
+	b.mu.Unlock()
 	return nil
+}
+
+// drain reads the rest of the answer within drainWait and drainMax and
+// reports whether it reached the clean end.
+func (b *h1body) drain() bool {
+	if b.c.conn.SetReadDeadline(time.Now().Add(drainWait)) != nil {
+		return false
+	}
+	var buf [512]byte
+	for total := 0; total <= drainMax; {
+		n, end := b.next(buf[:])
+		total += n
+		switch {
+		case end == io.EOF:
+			return b.c.conn.SetReadDeadline(time.Time{}) == nil
+		case end != nil:
+			return false
+		}
+	}
+	return false
 }

@@ -336,9 +336,10 @@ func TestTransportCloseDuringRead(t *testing.T) {
 	}
 }
 
-// TestTransportEarlyCloseThenReuse: a body closed before its end closes
-// the connection; one read to its end is reused; many requests at once get
-// connections of their own.
+// TestTransportEarlyCloseThenReuse: a body closed before its end whose
+// rest arrives at once (an SSE reader stops at [DONE], the chunked end
+// follows) is read to its end by Close and its connection reused, as is
+// one read to its end; many requests at once get connections of their own.
 func TestTransportEarlyCloseThenReuse(t *testing.T) {
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := range 3 {
@@ -360,14 +361,14 @@ func TestTransportEarlyCloseThenReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Read(make([]byte, 4))
-	resp.Body.Close() // early: the connection goes
+	resp.Body.Close() // early: Close reads the rest
 	for range 5 {
 		if _, body := get(t, client, hs.URL); body != "data: 0\n\ndata: 1\n\ndata: 2\n\n" {
 			t.Fatalf("body %q", body)
 		}
 	}
-	if n := conns.Load(); n != 2 {
-		t.Errorf("%d connections, want 2 (the early-closed one, then one reused)", n)
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1 (reused after the early Close and after each whole answer)", n)
 	}
 	var wg sync.WaitGroup
 	for range 20 {
@@ -578,5 +579,46 @@ func TestTransportRejectsTargetInjection(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if n := srv.conns.Load(); n != 0 || injected.Load() {
 		t.Errorf("%d connections opened for refused requests; a header injected: %v", n, injected.Load())
+	}
+}
+
+// TestTransportCloseGivesUpOnALiveStream: Close of a body whose stream goes
+// on waits no more than drainWait for its end, then closes the connection,
+// and the next request gets a new one.
+func TestTransportCloseGivesUpOnALiveStream(t *testing.T) {
+	gone := make(chan struct{}, 1)
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readReq(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+		if n == 1 {
+			io.Copy(io.Discard, br) // the stream goes on until the client leaves
+			gone <- struct{}{}
+			return
+		}
+		io.WriteString(c, "0\r\n\r\n")
+	})
+	client := &http.Client{Transport: NewTransport()}
+	resp, err := client.Get(srv.url("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Read(make([]byte, 5))
+	t0 := time.Now()
+	resp.Body.Close()
+	if d := time.Since(t0); d < drainWait/2 || d > 2*time.Second {
+		t.Errorf("Close took %v, want about %v", d, drainWait)
+	}
+	select {
+	case <-gone:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the connection of the abandoned stream is still open")
+	}
+	if _, body := get(t, client, srv.url("/")); body != "first" {
+		t.Errorf("next request's body %q", body)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }
