@@ -187,51 +187,58 @@ func TestFailures(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	client := func(path string) *Client {
-		return &Client{HTTP: http.DefaultClient, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + path,
-			Header: http.Header{"Authorization": {"Bearer " + key}}, Secrets: []string{key}, StallTimeout: 100 * time.Millisecond}
-	}
-	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}}
+	for _, tr := range benchTransports() {
+		t.Run("transport="+tr.name, func(t *testing.T) {
+			hc := &http.Client{Transport: tr.rt}
+			defer tr.rt.CloseIdleConnections()
+			client := func(path string) *Client {
+				return &Client{HTTP: hc, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + path,
+					Header: http.Header{"Authorization": {"Bearer " + key}}, Secrets: []string{key}, StallTimeout: 100 * time.Millisecond}
+			}
+			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}}
 
-	r := client("/401/v1").Do(context.Background(), req)
-	if r.ErrorClass != "http_401" || r.Status != 401 || r.RetryAfter != "7" || !strings.Contains(r.Error, "Incorrect API key") {
-		t.Errorf("401: %+v", r)
-	}
-	if strings.Contains(r.Error, key) {
-		t.Errorf("401 error message leaks the key: %s", r.Error)
-	}
-	if r := client("/stall/v1").Do(context.Background(), req); r.ErrorClass != "stall_timeout" {
-		t.Errorf("stall: class %q (%s)", r.ErrorClass, r.Error)
-	}
-	if r := client("/cut/v1").Do(context.Background(), req); r.ErrorClass != "incomplete_stream" {
-		t.Errorf("cut: class %q (%s)", r.ErrorClass, r.Error)
-	}
-	if r := client("/empty/v1").Do(context.Background(), req); r.ErrorClass != "empty_response" {
-		t.Errorf("empty: class %q (%s)", r.ErrorClass, r.Error)
-	}
-	if r := client("/vllmerr/v1").Do(context.Background(), req); r.ErrorClass != "stream_error" || !strings.Contains(r.Error, "out of memory") {
-		t.Errorf("vllm error object: class %q (%s)", r.ErrorClass, r.Error)
-	}
-	if r := client("/eventerr/v1").Do(context.Background(), req); r.ErrorClass != "stream_error" || !strings.Contains(r.Error, "overloaded") {
-		t.Errorf("error event: class %q (%s)", r.ErrorClass, r.Error)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	c := client("/stall/v1")
-	c.StallTimeout = 0
-	if r := c.Do(ctx, req); r.ErrorClass != "timeout" {
-		t.Errorf("request deadline: class %q (%s)", r.ErrorClass, r.Error)
-	}
+			r := client("/401/v1").Do(context.Background(), req)
+			if r.ErrorClass != "http_401" || r.Status != 401 || r.RetryAfter != "7" || !strings.Contains(r.Error, "Incorrect API key") {
+				t.Errorf("401: %+v", r)
+			}
+			if strings.Contains(r.Error, key) {
+				t.Errorf("401 error message leaks the key: %s", r.Error)
+			}
+			if r := client("/stall/v1").Do(context.Background(), req); r.ErrorClass != "stall_timeout" {
+				t.Errorf("stall: class %q (%s)", r.ErrorClass, r.Error)
+			}
+			if r := client("/cut/v1").Do(context.Background(), req); r.ErrorClass != "incomplete_stream" {
+				t.Errorf("cut: class %q (%s)", r.ErrorClass, r.Error)
+			}
+			if r := client("/empty/v1").Do(context.Background(), req); r.ErrorClass != "empty_response" {
+				t.Errorf("empty: class %q (%s)", r.ErrorClass, r.Error)
+			}
+			if r := client("/vllmerr/v1").Do(context.Background(), req); r.ErrorClass != "stream_error" || !strings.Contains(r.Error, "out of memory") {
+				t.Errorf("vllm error object: class %q (%s)", r.ErrorClass, r.Error)
+			}
+			if r := client("/eventerr/v1").Do(context.Background(), req); r.ErrorClass != "stream_error" || !strings.Contains(r.Error, "overloaded") {
+				t.Errorf("error event: class %q (%s)", r.ErrorClass, r.Error)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			c := client("/stall/v1")
+			c.StallTimeout = 0
+			if r := c.Do(ctx, req); r.ErrorClass != "timeout" {
+				t.Errorf("request deadline: class %q (%s)", r.ErrorClass, r.Error)
+			}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	refused := &Client{HTTP: http.DefaultClient, Adapter: OpenAI{Chat: true}, BaseURL: "http://" + addr + "/v1"}
-	if r := refused.Do(context.Background(), req); r.ErrorClass != "connection_refused" {
-		t.Errorf("refused: class %q (%s)", r.ErrorClass, r.Error)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			refused := &Client{HTTP: hc, Adapter: OpenAI{Chat: true}, BaseURL: "http://" + addr + "/v1"}
+			if r := refused.Do(context.Background(), req); r.ErrorClass != "connection_refused" {
+				t.Errorf("refused: class %q (%s)", r.ErrorClass, r.Error)
+			}
+
+		})
 	}
 }
 

@@ -117,13 +117,16 @@ func TestOddStreams(t *testing.T) {
 		{"no [DONE], clean close", strings.TrimSuffix(okStream, "data: [DONE]\n\n"), "", 2},
 		{"null content", "data: {\"choices\":[{\"delta\":{\"content\":null,\"role\":\"assistant\"}}]}\n\n" + okStream, "", 2},
 	}
-	for _, c := range cases {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, c.body) }))
-		cl := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
-		r := cl.Do(context.Background(), req1)
-		srv.Close()
-		if r.ErrorClass != c.class || len(r.Chunks) != c.chunks {
-			t.Errorf("%s: class %q (%s), %d chunks; want %q, %d", c.name, r.ErrorClass, r.Error, len(r.Chunks), c.class, c.chunks)
+	for _, tr := range benchTransports() {
+		for _, c := range cases {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, c.body) }))
+			cl := &Client{HTTP: &http.Client{Transport: tr.rt}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+			r := cl.Do(context.Background(), req1)
+			tr.rt.CloseIdleConnections()
+			srv.Close()
+			if r.ErrorClass != c.class || len(r.Chunks) != c.chunks {
+				t.Errorf("%s, %s transport: class %q (%s), %d chunks; want %q, %d", c.name, tr.name, r.ErrorClass, r.Error, len(r.Chunks), c.class, c.chunks)
+			}
 		}
 	}
 }
@@ -143,7 +146,7 @@ func TestNoDoneServerDoesNotHang(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cl := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+	cl := &Client{HTTP: &http.Client{Transport: NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL} // what bench runs
 	start := time.Now()
 	r := cl.Do(context.Background(), req1)
 	if r.Failed() || r.Usage == nil || len(r.Chunks) != 2 {
