@@ -465,7 +465,7 @@ func (c *h1conn) readHead(req *http.Request) (*http.Response, error) {
 			Request:    req,
 		}
 		resp.Close = req.Close || hasToken(resp.Header, "Connection", "close") ||
-			(major == 1 && minor == 0 && !hasToken(resp.Header, "Connection", "keep-alive"))
+			(!resp.ProtoAtLeast(1, 1) && !hasToken(resp.Header, "Connection", "keep-alive"))
 		return resp, nil
 	}
 }
@@ -491,7 +491,9 @@ func (c *h1conn) body(ctx context.Context, req *http.Request, resp *http.Respons
 	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 		resp.ContentLength = 0
 		b.r = bytes.NewReader(nil)
-	case hasToken(resp.Header, "Transfer-Encoding", "chunked"):
+	case resp.ProtoAtLeast(1, 1) && hasToken(resp.Header, "Transfer-Encoding", "chunked"):
+		// (Before HTTP/1.1 there is no chunked coding: net/http reads such a
+		// body to the connection's end, and so does this.)
 		resp.TransferEncoding = []string{"chunked"}
 		resp.ContentLength = -1
 		resp.Header.Del("Transfer-Encoding")
