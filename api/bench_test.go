@@ -115,25 +115,19 @@ func BenchmarkDo(b *testing.B) {
 	}
 }
 
-// benchTransports are the transports the whole-request benchmarks compare:
-// tokbench's own (what bench runs) and net/http's.
-func benchTransports() []struct {
+// benchTransport is a transport the whole-request benchmarks and the
+// tests that hold for any transport run on.
+type benchTransport struct {
 	name string
 	rt   interface {
 		http.RoundTripper
 		CloseIdleConnections()
 	}
-} {
-	return []struct {
-		name string
-		rt   interface {
-			http.RoundTripper
-			CloseIdleConnections()
-		}
-	}{
-		{"tokbench", NewTransport()},
-		{"net-http", &http.Transport{MaxIdleConnsPerHost: 64}},
-	}
+}
+
+// benchTransports are tokbench's own (what bench runs) and net/http's.
+func benchTransports() []benchTransport {
+	return []benchTransport{{"tokbench", NewTransport()}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 64}}}
 }
 
 // ollamaBody is a complete Ollama /api/chat stream of n token lines and
