@@ -90,8 +90,11 @@ func BenchmarkOpenAIDecodeContinuousUsage(b *testing.B) {
 // BenchmarkDo runs whole requests (build, send, stream 256 tokens, decode)
 // against a loopback server that writes a prepared body at once, so the
 // time is the client's plus loopback HTTP.
-func BenchmarkDo(b *testing.B) {
-	const tokens = 256
+func BenchmarkDo(b *testing.B) { benchDo(b, 256) }
+
+// benchDo runs whole requests of the given answer length on each transport,
+// reported per token (per request, for a one-token answer).
+func benchDo(b *testing.B, tokens int) {
 	body := benchBody(tokens)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -103,7 +106,12 @@ func BenchmarkDo(b *testing.B) {
 			defer tr.rt.CloseIdleConnections()
 			c := &Client{HTTP: &http.Client{Transport: tr.rt}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
 			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: tokens}
-			done := perToken(b, tokens)
+			done := func() {}
+			if tokens > 1 {
+				done = perToken(b, tokens)
+			} else {
+				b.ReportAllocs()
+			}
 			for b.Loop() {
 				resp := c.Do(context.Background(), req)
 				if resp.Failed() || len(resp.Chunks) != tokens {
@@ -168,25 +176,4 @@ func BenchmarkOpenAIDecodeMegabyteChunk(b *testing.B) {
 // BenchmarkDoOneToken runs whole requests whose answer is one token, so the
 // time and allocations are the per-request cost of the client (request
 // body, HTTP round trip, headers, stream set-up) plus loopback HTTP.
-func BenchmarkDoOneToken(b *testing.B) {
-	body := benchBody(1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write(body)
-	}))
-	defer srv.Close()
-	for _, tr := range benchTransports() {
-		b.Run("transport="+tr.name, func(b *testing.B) {
-			defer tr.rt.CloseIdleConnections()
-			c := &Client{HTTP: &http.Client{Transport: tr.rt}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
-			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: 1}
-			b.ReportAllocs()
-			for b.Loop() {
-				resp := c.Do(context.Background(), req)
-				if resp.Failed() || len(resp.Chunks) != 1 {
-					b.Fatalf("do: %s %s, %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
-				}
-			}
-		})
-	}
-}
+func BenchmarkDoOneToken(b *testing.B) { benchDo(b, 1) }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -88,21 +89,11 @@ func TestReceiveStampsThroughClient(t *testing.T) {
 // TestReceiveReadAllocates nothing: a stamped read costs no heap
 // allocation, whatever the number of chunks and streams.
 func TestReceiveReadAllocatesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		c.Write(make([]byte, 64<<10))
-		time.Sleep(2 * time.Second)
-	}()
-	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
+		io.Copy(io.Discard, br) // until the client hangs up
+	})
+	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", srv.ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
