@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // Message is one chat message.
@@ -170,7 +171,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
-	sr.clock = arrivalClock(conn, resp.Start)
+	sr.clock = wire.ArrivalClock(conn, resp.Start)
 	resp.KernelStamps = sr.clock != nil
 	defer sr.stop()
 	cl.Adapter.Decode(sr, resp)

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"testing"
+
+	"github.com/tokbench/tokbench/wire"
 )
 
 // benchBody is a complete chat completion stream of n token chunks as vLLM
@@ -135,7 +137,7 @@ type benchTransport struct {
 
 // benchTransports are tokbench's own (what bench runs) and net/http's.
 func benchTransports() []benchTransport {
-	return []benchTransport{{"tokbench", NewTransport()}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 64}}}
+	return []benchTransport{{"tokbench", wire.NewTransport()}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 64}}}
 }
 
 // ollamaBody is a complete Ollama /api/chat stream of n token lines and

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tokbench/tokbench/wire"
 )
 
 var req1 = &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, MaxTokens: 4}
@@ -146,7 +148,7 @@ func TestNoDoneServerDoesNotHang(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cl := &Client{HTTP: &http.Client{Transport: NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL} // what bench runs
+	cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL} // what bench runs
 	start := time.Now()
 	r := cl.Do(context.Background(), req1)
 	if r.Failed() || r.Usage == nil || len(r.Chunks) != 2 {

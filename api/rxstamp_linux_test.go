@@ -1,63 +1,13 @@
 package api
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
-)
 
-// TestReceiveStampIsArrivalNotRead: data that waits in the socket before it
-// is read is stamped with its arrival, not with the late read.
-func TestReceiveStampIsArrivalNotRead(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	sent := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		var b [1]byte
-		c.Read(b[:]) // the client asked (its socket is set up)
-		sent <- time.Now().UnixNano()
-		c.Write([]byte("hello"))
-		time.Sleep(time.Second)
-	}()
-	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rs, ok := c.(ReceiveStamper)
-	if !ok {
-		t.Skip("kernel refused SO_TIMESTAMPING")
-	}
-	// The kernel turns receive stamping on a moment after the first socket
-	// asks (deferred work); give it that moment before the data is sent.
-	time.Sleep(100 * time.Millisecond)
-	c.Write([]byte("?"))
-	wrote := <-sent
-	time.Sleep(200 * time.Millisecond) // the client is busy; the bytes wait
-	buf := make([]byte, 16)
-	n, err := c.Read(buf)
-	read := time.Now().UnixNano()
-	if err != nil || string(buf[:n]) != "hello" {
-		t.Fatalf("Read = %q, %v", buf[:n], err)
-	}
-	got := rs.LastReceived()
-	if got < wrote || got > read-100*int64(time.Millisecond) {
-		t.Errorf("receive stamp %d: want between the write (%d) and well before the read (%d)", got, wrote, read)
-	}
-}
+	"github.com/tokbench/tokbench/wire"
+)
 
 // TestReceiveStampsThroughClient: a stream over a stamping connection
 // decodes as usual (keep-alive, EOF, every chunk) and its arrival instants
@@ -70,7 +20,7 @@ func TestReceiveStampsThroughClient(t *testing.T) {
 		w.(http.Flusher).Flush()
 	}))
 	defer srv.Close()
-	tr := &http.Transport{DialContext: ReceiveTimestampDialer(nil)}
+	tr := &http.Transport{DialContext: wire.ReceiveTimestampDialer(nil)}
 	defer tr.CloseIdleConnections()
 	c := &Client{HTTP: &http.Client{Transport: tr}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
 	for range 3 {
@@ -83,34 +33,5 @@ func TestReceiveStampsThroughClient(t *testing.T) {
 				t.Fatalf("chunk %d at %v, outside the request %v..%v", i, ch.At, r.Start, r.Done)
 			}
 		}
-	}
-}
-
-// TestReceiveReadAllocates nothing: a stamped read costs no heap
-// allocation, whatever the number of chunks and streams.
-func TestReceiveReadAllocatesNothing(t *testing.T) {
-	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
-		c.Write(make([]byte, 64<<10))
-		io.Copy(io.Discard, br) // until the client hangs up
-	})
-	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", srv.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, ok := c.(ReceiveStamper); !ok {
-		t.Skip("kernel refused SO_TIMESTAMPING")
-	}
-	buf := make([]byte, 16)
-	if _, err := io.ReadFull(c, buf); err != nil { // the data is there
-		t.Fatal(err)
-	}
-	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := c.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%.1f allocations per read, want 0", allocs)
 	}
 }

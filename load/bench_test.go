@@ -13,6 +13,7 @@ import (
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // perToken reports ns/token, allocs/token and B/token of a benchmark whose
@@ -89,7 +90,7 @@ func BenchmarkRequestPath(b *testing.B) {
 			http.RoundTripper
 			CloseIdleConnections()
 		}
-	}{{"tokbench", api.NewTransport()}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 64}}} {
+	}{{"tokbench", wire.NewTransport()}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 64}}} {
 		b.Run("transport="+tc.name, func(b *testing.B) {
 			defer tc.rt.CloseIdleConnections()
 			r := &Runner{Client: &api.Client{HTTP: &http.Client{Transport: tc.rt}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},

@@ -14,6 +14,7 @@ import (
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/wire"
 )
 
 func selfCheckWarnings(lv metrics.Level) []string {
@@ -78,7 +79,7 @@ func TestSelfCheckQuietWhenIdle(t *testing.T) {
 	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 10 * time.Millisecond, Tokens: 20, Usage: true})
 	defer srv.Close()
 	r := newRunner(t, srv)
-	tr := api.NewTransport()
+	tr := wire.NewTransport()
 	defer tr.CloseIdleConnections()
 	r.Client.HTTP = &http.Client{Transport: tr}
 	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 1}, Requests: 5}
@@ -204,7 +205,7 @@ func TestSelfCheckKernelStampsStarved(t *testing.T) {
 	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 20, Usage: true})
 	defer srv.Close()
 	r := newRunner(t, srv)
-	tr := api.NewTransport()
+	tr := wire.NewTransport()
 	t.Cleanup(tr.CloseIdleConnections)
 	r.Client.HTTP = &http.Client{Transport: tr}
 

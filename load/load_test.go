@@ -16,6 +16,7 @@ import (
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,7 +43,7 @@ func runRx(t *testing.T, script fakellm.Script, conc, requests int, chat, rx boo
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 1000}
 	if rx {
-		tr.DialContext = api.ReceiveTimestampDialer(nil)
+		tr.DialContext = wire.ReceiveTimestampDialer(nil)
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	r := &Runner{

@@ -12,6 +12,7 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/sim"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // longSource sends one 128k-token prompt: " the" is one token under
@@ -57,7 +58,7 @@ func TestLongPromptThroughSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := strings.Repeat(" the", longPromptTokens)
-	tr := api.NewTransport() // what bench runs: the 512 KB body follows the request's head in a write of its own
+	tr := wire.NewTransport() // what bench runs: the 512 KB body follows the request's head in a write of its own
 	t.Cleanup(tr.CloseIdleConnections)
 	r := &Runner{Client: &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: api.OpenAI{Chat: true}, BaseURL: hs.URL + "/v1"},
 		Tokenizer: tok, Timeout: time.Minute}

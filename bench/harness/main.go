@@ -41,6 +41,7 @@ import (
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 func main() {
@@ -328,7 +329,7 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 }
 
 func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
-	tr := api.NewTransport() // what tokbench bench measures with
+	tr := wire.NewTransport() // what tokbench bench measures with
 	if !h.rxStamp {
 		tr.Fallback.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}

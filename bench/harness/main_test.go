@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // TestHarnessPacedAndRequests runs the harness itself, small: the fake
@@ -86,7 +86,7 @@ func TestSentRate(t *testing.T) {
 }
 
 // kernelStamps reports whether this kernel grants software receive stamps:
-// api.ReceiveTimestampDialer returns a connection that keeps them only
+// wire.ReceiveTimestampDialer returns a connection that keeps them only
 // then; elsewhere bench falls back to read instants.
 func kernelStamps(t *testing.T) bool {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,11 +94,11 @@ func kernelStamps(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c, err := api.ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
+	c, err := wire.ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, ok := c.(api.ReceiveStamper)
+	_, ok := c.(wire.ReceiveStamper)
 	return ok
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/sim"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 type benchFlags struct {
@@ -472,7 +473,7 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 	s.delta = api.MetricsSnapshot{}
 }
 
-func newTransport() *api.Transport { return api.NewTransport() }
+func newTransport() *wire.Transport { return wire.NewTransport() }
 
 // withModelLen records the max_model_len of the model list in run.json meta
 // as server_max_context and model_context_length, unless detection did.

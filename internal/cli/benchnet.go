@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // netFlags are bench's transport and failure-policy flags.
@@ -73,7 +73,7 @@ func (n *netFlags) validate() (string, error) {
 }
 
 // transport is the HTTP transport for the run.
-func (n *netFlags) transport() *api.Transport {
+func (n *netFlags) transport() *wire.Transport {
 	t := newTransport()
 	if n.tls != nil {
 		t.Fallback.TLSClientConfig = n.tls

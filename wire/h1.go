@@ -1,4 +1,13 @@
-package api
+// Package wire is the HTTP client tokbench measures with: its own HTTP/1.1
+// connections, read and written by the request's goroutine, with the
+// kernel's receive stamp of every read (SO_TIMESTAMPING on Linux). It knows
+// nothing of LLM protocols: package api builds the requests and decodes the
+// streams on top of it.
+//
+// A Transport is safe for concurrent use; each connection carries one
+// request at a time, and an answer's body returns its connection to the
+// pool at its clean end.
+package wire
 
 import (
 	"bufio"
