@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/textproto"
-	"runtime"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,27 +30,42 @@ import (
 	"time"
 )
 
-// Transport is the HTTP transport tokbench measures with. Plain-HTTP
-// requests (the local and in-cluster servers where the client's own cost
-// matters most) run on its own HTTP/1.1 connections: the caller's goroutine
-// writes the request and reads the response itself, where net/http hands
-// each request to two more goroutines per connection (a writer and a
-// reader) and wakes three threads per request to do so. That costs a
-// fraction of the CPU per request and per token chunk, and two goroutine
-// stacks less per open stream. HTTPS, proxied requests and bodies of
-// unknown length go through Fallback, a net/http transport.
+// Transport is the HTTP transport tokbench measures with. HTTP and HTTPS
+// requests run on its own HTTP/1.1 connections (TLS by crypto/tls, ALPN
+// "http/1.1", as the OpenAI and Anthropic SDKs speak): the caller's
+// goroutine writes the request and reads the response itself, where
+// net/http hands each request to two more goroutines per connection (a
+// writer and a reader) and wakes three threads per request to do so. That
+// costs a fraction of the CPU per request and per token chunk, two
+// goroutine stacks less per open stream, and keeps the kernel's receive
+// stamp of every read with the stream that read it. Proxied requests,
+// bodies of unknown length and, with HTTP2, every request go through
+// Fallback, a net/http transport.
 //
 // Connections stay open between requests (any number per host), stamp
 // received data with the kernel's receive instant where the kernel allows
-// (ReceiveTimestampDialer), and report themselves to httptrace's GotConn.
+// (ReceiveTimestampDialer), and report their phases to the request's
+// httptrace.ClientTrace: GetConn; DNS and connect (from the dialer);
+// TLSHandshakeStart and Done; GotConn at the instant the request's write
+// begins, on an open connection; WroteRequest once its last byte was
+// handed to the kernel; GotFirstResponseByte. A request sent again on a
+// new connection (its idle one had been closed by the server) reports the
+// new connection's phases again.
 type Transport struct {
 	// Fallback serves what Transport does not, and dials for it:
 	// Transport's own connections come from Fallback.DialContext, so
 	// setting that (or TLSClientConfig, Proxy) configures both.
 	Fallback *http.Transport
+	// HTTP2 sends every request through Fallback speaking HTTP/2 only:
+	// negotiated by ALPN over TLS, with prior knowledge over plain HTTP.
+	// Set it before the first request. Streams of one HTTP/2 connection
+	// share its reads, so their chunks carry the instants they were read
+	// (Response.ProtoMajor 2), not the kernel's.
+	HTTP2 bool
 
-	mu   sync.Mutex
-	idle map[string][]*h1conn // host:port → idle connections, most recent last
+	h2once sync.Once
+	mu     sync.Mutex
+	idle   map[string][]*h1conn // origin (scheme://host:port) → idle connections, most recent last
 }
 
 // NewTransport is the transport tokbench bench runs with (and the bench/
@@ -97,7 +113,7 @@ func (t *Transport) CloseIdleConnections() {
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.handles(req) {
-		return t.Fallback.RoundTrip(req)
+		return t.fallback().RoundTrip(req)
 	}
 	err := checkHeader(req.Header)
 	if err == nil {
@@ -119,9 +135,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := hostPort(req.URL)
+	key := originOf(req.URL)
+	trace := httptrace.ContextClientTrace(ctx)
 	for attempt := 0; ; attempt++ {
-		c, err := t.conn(ctx, addr, attempt > 0)
+		if trace != nil && trace.GetConn != nil {
+			trace.GetConn(key.addr)
+		}
+		c, err := t.conn(ctx, key, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -148,10 +168,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// fallback is Fallback, set up for HTTP/2 when HTTP2 asks for it.
+func (t *Transport) fallback() *http.Transport {
+	t.h2once.Do(func() {
+		if !t.HTTP2 {
+			return
+		}
+		var p http.Protocols
+		p.SetHTTP2(true)
+		p.SetUnencryptedHTTP2(true)
+		t.Fallback.Protocols = &p
+		t.Fallback.ForceAttemptHTTP2 = true
+	})
+	return t.Fallback
+}
+
 // handles reports whether the request is one for Transport's own
-// connections: plain HTTP, no proxy, a body of known length, no 100-continue.
+// connections: HTTP or HTTPS, not HTTP/2, no proxy, a body of known
+// length, no 100-continue.
 func (t *Transport) handles(req *http.Request) bool {
-	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
+	if t.HTTP2 || req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
@@ -233,33 +269,45 @@ func checkTarget(req *http.Request) error {
 	return nil
 }
 
-func hostPort(u interface {
-	Hostname() string
-	Port() string
-}) string {
-	port := u.Port()
-	if port == "" {
-		port = "80"
-	}
-	return net.JoinHostPort(u.Hostname(), port)
+// origin is where a connection goes: the pool's key, and what a dial needs.
+type origin struct {
+	key  string // scheme://host:port
+	addr string // host:port
+	host string // the name TLS verifies
+	tls  bool
 }
 
-// conn returns an idle connection to addr, or dials one (always, if fresh).
+func originOf(u *url.URL) origin {
+	o := origin{host: u.Hostname(), tls: u.Scheme == "https"}
+	port := u.Port()
+	switch {
+	case port != "":
+	case o.tls:
+		port = "443"
+	default:
+		port = "80"
+	}
+	o.addr = net.JoinHostPort(o.host, port)
+	o.key = u.Scheme + "://" + o.addr
+	return o
+}
+
+// conn returns an idle connection to o, or dials one (always, if fresh).
 // An idle connection the server closed, or sent bytes on, is closed and
 // the next one tried.
-func (t *Transport) conn(ctx context.Context, addr string, fresh bool) (*h1conn, error) {
+func (t *Transport) conn(ctx context.Context, o origin, fresh bool) (*h1conn, error) {
 	for !fresh {
 		t.mu.Lock()
-		cs := t.idle[addr]
+		cs := t.idle[o.key]
 		if len(cs) == 0 {
 			t.mu.Unlock()
 			break
 		}
 		c := cs[len(cs)-1]
 		cs[len(cs)-1] = nil
-		t.idle[addr] = cs[:len(cs)-1]
+		t.idle[o.key] = cs[:len(cs)-1]
 		t.mu.Unlock()
-		usable, known := idleUsable(c.conn)
+		usable, known := c.idleUsable()
 		if !usable {
 			c.conn.Close()
 			continue
@@ -267,16 +315,118 @@ func (t *Transport) conn(ctx context.Context, addr string, fresh bool) (*h1conn,
 		c.reused, c.checked = true, known
 		return c, nil
 	}
+	return t.dial(ctx, o)
+}
+
+// dial opens a connection to o: TCP, then for HTTPS the TLS handshake.
+func (t *Transport) dial(ctx context.Context, o origin) (*h1conn, error) {
 	dial := t.Fallback.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	nc, err := dial(ctx, "tcp", addr)
+	nc, err := dial(ctx, "tcp", o.addr)
 	if err != nil {
 		return nil, err
 	}
-	return &h1conn{t: t, addr: addr, conn: nc, br: bufio.NewReaderSize(nc, h1Buffer)}, nil
+	c := &h1conn{t: t, key: o.key, conn: nc}
+	if o.tls {
+		tc := tls.Client(nc, t.tlsConfig(o.host))
+		trace := httptrace.ContextClientTrace(ctx)
+		if trace != nil && trace.TLSHandshakeStart != nil {
+			trace.TLSHandshakeStart()
+		}
+		err := tc.HandshakeContext(ctx)
+		state := tc.ConnectionState()
+		if trace != nil && trace.TLSHandshakeDone != nil {
+			trace.TLSHandshakeDone(state, err)
+		}
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		c.conn, c.tls = tc, &state
+	}
+	c.br = bufio.NewReaderSize(c.conn, h1Buffer)
+	return c, nil
 }
+
+// tlsConfig is Fallback's TLS configuration (verification, roots, client
+// certificates) for one host, offering HTTP/1.1 only, with a session cache
+// so that a connection opened again resumes its session.
+func (t *Transport) tlsConfig(host string) *tls.Config {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.Fallback.TLSClientConfig == nil {
+		t.Fallback.TLSClientConfig = &tls.Config{}
+	}
+	if t.Fallback.TLSClientConfig.ClientSessionCache == nil {
+		t.Fallback.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+	}
+	cfg := t.Fallback.TLSClientConfig.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	return cfg
+}
+
+// Preconnect opens connections to the origin of u (TCP, and for HTTPS the
+// TLS handshake) until at least n are idle there, so that the requests that
+// follow find them open and pay for no set-up. Requests Transport does not
+// run itself (HTTP2, a proxy) are net/http's to connect: it opens none for
+// them. It returns how many it opened, and the first error.
+func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, error) {
+	probe := &http.Request{Method: http.MethodGet, URL: u, Header: http.Header{}}
+	if !t.handles(probe) {
+		return 0, nil
+	}
+	o := originOf(u)
+	t.mu.Lock()
+	need := n - len(t.idle[o.key])
+	t.mu.Unlock()
+	if need <= 0 {
+		return 0, nil
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		opened int
+		first  error
+	)
+	sem := make(chan struct{}, preconnectParallel)
+	for range need {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := t.dial(ctx, o)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				return
+			}
+			opened++
+			t.put(c)
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return opened, first
+}
+
+// preconnectParallel bounds the dials Preconnect runs at once: enough to
+// open thousands of connections in well under a second on loopback, few
+// enough not to flood a server's accept queue.
+const preconnectParallel = 64
 
 // put returns a connection whose last answer was read to its end; one
 // holding bytes past that end (a server out of step) is closed instead.
@@ -289,7 +439,7 @@ func (t *Transport) put(c *h1conn) {
 	if t.idle == nil {
 		t.idle = make(map[string][]*h1conn)
 	}
-	t.idle[c.addr] = append(t.idle[c.addr], c)
+	t.idle[c.key] = append(t.idle[c.key], c)
 	t.mu.Unlock()
 }
 
@@ -297,46 +447,48 @@ func (t *Transport) put(c *h1conn) {
 // server has not closed it (a keep-alive timeout) nor sent bytes no request
 // asked for (a server out of step, whose stray answer the next request
 // would take for its own). net/http's reader goroutine sees both as they
-// happen; here one read that does not wait looks (the socket does not
-// block, so it says EAGAIN when all is well). known is false where it
-// cannot look (Windows, a connection without a descriptor).
-func idleUsable(nc net.Conn) (usable, known bool) {
-	sc, ok := nc.(syscall.Conn)
-	if !ok || runtime.GOOS == "windows" {
-		return true, false
+// happen; here a look at the socket that does not wait (see peekIdle)
+// tells. Over TLS, bytes waiting may be the server's session tickets
+// rather than an answer: a short read through TLS takes them in, and only
+// data it returns, or an end, condemns the connection. known is false
+// where it cannot look (Windows, a connection without a descriptor).
+func (c *h1conn) idleUsable() (usable, known bool) {
+	nc := c.conn
+	if c.tls != nil {
+		nc = c.conn.(*tls.Conn).NetConn()
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	switch peekIdle(nc) {
+	case idleUnknown:
 		return true, false
-	}
-	var (
-		rerr error
-		b    [1]byte
-	)
-	if err := raw.Read(func(fd uintptr) bool {
-		for {
-			_, rerr = sysRead(syscall.Read, fd, b[:])
-			if rerr != syscall.EINTR {
-				return true
-			}
-		}
-	}); err != nil {
+	case idleQuiet:
+		return true, true
+	case idleClosed:
 		return false, true
 	}
-	return rerr == syscall.EAGAIN, true // not a byte, an end or an error
+	if c.tls == nil {
+		return false, true
+	}
+	if c.conn.SetReadDeadline(time.Now().Add(tlsIdleLook)) != nil {
+		return false, true
+	}
+	_, err := c.br.Peek(1)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return false, true // an answer nobody asked for, an alert or an end
+	}
+	return c.conn.SetReadDeadline(time.Time{}) == nil, true
 }
 
-// sysRead calls syscall.Read, whose descriptor is an int on Unix and a
-// Handle on Windows, so that this file builds on both.
-func sysRead[FD ~int | ~uintptr](read func(FD, []byte) (int, error), fd uintptr, p []byte) (int, error) {
-	return read(FD(fd), p)
-}
+// tlsIdleLook is how long idleUsable reads through TLS when bytes wait on
+// an idle connection; they are already there, so the read takes them at once.
+const tlsIdleLook = time.Millisecond
 
 // h1conn is one HTTP/1.1 connection, used by one request at a time.
 type h1conn struct {
 	t       *Transport
-	addr    string
+	key     string // the origin in the pool
 	conn    net.Conn
+	tls     *tls.ConnectionState // nil over plain TCP
 	br      *bufio.Reader
 	head    []byte // the request head being written, reused
 	reused  bool
@@ -348,22 +500,28 @@ type h1conn struct {
 var errNoAnswer = errors.New("connection closed before any byte of the answer")
 
 func (c *h1conn) roundTrip(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
-	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.GotConn != nil {
-		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: c.reused})
-	}
+	trace := httptrace.ContextClientTrace(ctx)
 	// A cancelled context ends any read or write in progress at once.
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	c.sent = false
+	// GotConn is the request's t0: nothing stands between it and the write.
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: c.reused})
+	}
 	if err := c.write(req, body); err != nil {
 		stop()
 		return nil, answerError(err, false)
 	}
 	c.sent = true
-	resp, err := c.readHead(req)
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	resp, err := c.readHead(req, trace)
 	if err != nil {
 		stop()
 		return nil, err
 	}
+	resp.TLS = c.tls
 	c.body(ctx, req, resp, stop)
 	return resp, nil
 }
@@ -440,9 +598,12 @@ func (c *h1conn) write(req *http.Request, body []byte) error {
 }
 
 // readHead reads the status line and headers, skipping interim (1xx) answers.
-func (c *h1conn) readHead(req *http.Request) (*http.Response, error) {
+func (c *h1conn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, answerError(err, false)
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
 	}
 	tp := textproto.NewReader(c.br)
 	for {

@@ -59,7 +59,7 @@ func answerThroughTransport(t *testing.T, answer []byte) (int, []byte, error) {
 	}()
 	client.SetDeadline(time.Now().Add(5 * time.Second)) // a hang fails, not stalls
 	tr := NewTransport()
-	c := &h1conn{t: tr, addr: "pipe", conn: client, br: bufio.NewReaderSize(client, h1Buffer)}
+	c := &h1conn{t: tr, key: "http://pipe:80", conn: client, br: bufio.NewReaderSize(client, h1Buffer)}
 	req, _ := http.NewRequest("GET", "http://pipe/v1/models", nil)
 	resp, err := c.roundTrip(context.Background(), req, nil)
 	if err != nil {
