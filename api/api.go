@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -77,8 +76,13 @@ type Usage struct {
 
 // Response is the outcome of one request.
 type Response struct {
-	Start  time.Time // t0: the request was handed to the transport
-	Done   time.Time // the response ended (or failed)
+	// Start is t0: the instant the request's bytes were handed to the
+	// kernel on an open connection (see Phases.sent), or with
+	// Client.CountSetup the instant it was handed to the client.
+	Start time.Time
+	Done  time.Time // the response ended (or failed)
+	// Phases are the request's way there: connection, write, first byte.
+	Phases Phases
 	Status int
 	// ID is the server's id for the response, where it sends one.
 	ID     string
@@ -134,34 +138,104 @@ type Client struct {
 	Secrets []string
 	// StallTimeout fails a request whose stream goes silent this long; 0 means never.
 	StallTimeout time.Duration
+	// CountSetup starts a request's clock when it is handed to the client,
+	// before any connection set-up (DNS, connect, TLS), instead of when its
+	// bytes go out on an open connection: first contact, measured on purpose.
+	CountSetup bool
 }
 
-// Do runs one request and returns its outcome. It never returns a Go error:
-// failures are classified in the Response.
-func (cl *Client) Do(ctx context.Context, req *Request) *Response {
-	resp := &Response{}
-	var conn net.Conn // the connection the request got, for receive stamps
-	hreq, err := cl.Adapter.NewHTTPRequest(traceConn(ctx, &conn), cl.BaseURL, req)
+// Prepared is a request built ahead of its send: its JSON encoded and its
+// headers set, so that building it never sits between a level's start and
+// its write. It may be sent any number of times, one send at a time.
+type Prepared struct {
+	http *http.Request
+	err  error
+	used bool
+}
+
+// Prepare builds req for sending.
+func (cl *Client) Prepare(req *Request) *Prepared {
+	hreq, err := cl.Adapter.NewHTTPRequest(context.Background(), cl.BaseURL, req)
 	if err != nil {
-		resp.Start = time.Now()
-		resp.Done = resp.Start
-		resp.fail("bad_request", "%s", cl.scrub(err.Error()))
-		return resp
+		return &Prepared{err: err}
 	}
 	for k, vs := range cl.Header {
 		for _, v := range vs {
 			hreq.Header.Add(k, v)
 		}
 	}
-	resp.Start = time.Now()
-	hresp, err := cl.HTTP.Do(hreq)
+	return &Prepared{http: hreq}
+}
+
+// request is the prepared request for one send on ctx, with a fresh body
+// when an earlier send consumed it.
+func (p *Prepared) request(ctx context.Context) (*http.Request, error) {
+	hreq := p.http.WithContext(ctx)
+	if p.used && hreq.Body != nil && hreq.Body != http.NoBody {
+		if hreq.GetBody == nil {
+			return nil, errors.New("the request's body cannot be sent again")
+		}
+		body, err := hreq.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		hreq.Body = body
+	}
+	p.used = true
+	return hreq, nil
+}
+
+// Do runs one request and returns its outcome. It never returns a Go error:
+// failures are classified in the Response.
+func (cl *Client) Do(ctx context.Context, req *Request) *Response {
+	return cl.DoPrepared(ctx, cl.Prepare(req))
+}
+
+// DoPrepared is Do for a request built by Prepare.
+func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
+	resp := &Response{}
+	trace := &requestTrace{}
+	err := prep.err
+	var hreq *http.Request
+	if err == nil {
+		hreq, err = prep.request(trace.context(ctx))
+	}
 	if err != nil {
+		resp.Start = time.Now()
+		resp.Done = resp.Start
+		resp.fail("bad_request", "%s", cl.scrub(err.Error()))
+		return resp
+	}
+	handed := time.Now()
+	hresp, err := cl.HTTP.Do(hreq)
+	// HTTP/2 streams share their connection's reads: their instants are
+	// the reads', not the kernel's stamps of a read another stream made.
+	kernel := err == nil && hresp.ProtoMajor == 1
+	p, conn := trace.finish(kernel)
+	resp.Start = p.sent()
+	if cl.CountSetup || resp.Start.IsZero() {
+		resp.Start = handed
+	}
+	if err != nil {
+		resp.Phases = p
 		resp.Done = time.Now()
 		cls := classifyTransport(ctx, err)
 		resp.fail(cls, "%s", cl.scrub(err.Error()))
 		return resp
 	}
 	defer hresp.Body.Close()
+	p.HTTP = hresp.Proto
+	if hresp.TLS != nil {
+		p.TLS = tlsVersion(hresp.TLS.Version)
+	}
+	// One clock, never backwards: t0 ≤ written ≤ first byte ≤ every chunk.
+	if p.FirstByte.Before(resp.Start) {
+		p.FirstByte = resp.Start
+	}
+	if p.Wrote.After(p.FirstByte) {
+		p.Wrote = p.FirstByte // the server answered it: it was written by then
+	}
+	resp.Phases = p
 	resp.Status = hresp.StatusCode
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
@@ -171,7 +245,9 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
-	sr.clock = wire.ArrivalClock(conn, resp.Start)
+	if kernel {
+		sr.clock = wire.ArrivalClock(conn, p.FirstByte)
+	}
 	resp.KernelStamps = sr.clock != nil
 	defer sr.stop()
 	cl.Adapter.Decode(sr, resp)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -87,6 +88,13 @@ type Runner struct {
 	// failed; 0 means never.
 	MaxErrorRate float64
 
+	// Cold measures first contact: no connection is opened before a level
+	// (the idle ones left from before are closed), so each user's first
+	// request opens its own. Set Client.CountSetup with it to count that
+	// set-up in TTFT. By default a level's connections are opened before
+	// its clock starts (see preconnect).
+	Cold bool
+
 	// Progress of the current level, readable while it runs.
 	Progress Progress
 
@@ -127,6 +135,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		w := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup}
 		r.closedLoop(ctx, idx, w, src, nil)
 	}
+	preopened, preErr := r.preconnect(ctx, lv)
 	var (
 		mu   sync.Mutex
 		recs []metrics.Record
@@ -158,6 +167,17 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
 	res.Level.Client = health
+	if !r.Cold {
+		if res.Level.Connections == nil {
+			res.Level.Connections = &metrics.Connections{}
+		}
+		res.Level.Connections.Preopened = preopened
+	}
+	if preErr != nil && ctx.Err() == nil {
+		res.Level.Warnings = append(res.Level.Warnings, fmt.Sprintf(
+			"connections: %d of the level's %d could be opened before it started: %s",
+			preopened, lv.connections(), api.Scrub(preErr.Error(), r.Client.Secrets)))
+	}
 	res.Level.Warnings = append(res.Level.Warnings, r.warnings...)
 	res.Level.Warnings = append(res.Level.Warnings, healthWarnings...)
 	if r.abort.Load() {
@@ -184,6 +204,19 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 	reqCtx, done := r.requestContext(ctx)
 	defer done()
 
+	// The level's first request for every user is built before the clock
+	// starts, so the users can all write within moments of each other.
+	var firsts []prebuilt
+	if lv.Steps <= 1 {
+		n := users
+		if lv.Requests > 0 {
+			n = min(n, lv.Requests)
+		}
+		firsts = make([]prebuilt, n)
+		for u := range firsts {
+			firsts[u] = r.prebuild(src, u)
+		}
+	}
 	start := time.Now()
 	r.Progress.Start.Store(start.UnixNano())
 	var deadline time.Time
@@ -220,6 +253,10 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 				if lv.Requests > 0 && i >= lv.Requests {
 					return
 				}
+				var pre *prebuilt
+				if i < len(firsts) {
+					pre = &firsts[i]
+				}
 				if lv.Requests > 0 && i == lv.Requests-1 {
 					spentOnce.Do(func() { close(spent) })
 				}
@@ -234,8 +271,11 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 					r.chain(ctx, reqCtx, idx, start, lv, src, i, func(rec metrics.Record) { r.finish(rec, keep, &lastEnd) })
 					continue
 				}
-				req, inTok := src.Request(i)
-				rec := r.one(reqCtx, idx, start, req, inTok)
+				if pre == nil {
+					b := r.prebuild(src, i)
+					pre = &b
+				}
+				rec := r.one(reqCtx, idx, start, *pre)
 				r.finish(rec, keep, &lastEnd)
 			}
 		}()
@@ -288,15 +328,27 @@ func waitUntil(ctx context.Context, t time.Time, stop, done <-chan struct{}) boo
 	}
 }
 
+// prebuilt is a request of the level, built for sending.
+type prebuilt struct {
+	req   *api.Request
+	prep  *api.Prepared
+	inTok int
+}
+
+func (r *Runner) prebuild(src Source, i int) prebuilt {
+	req, inTok := src.Request(i)
+	return prebuilt{req: req, prep: r.Client.Prepare(req), inTok: inTok}
+}
+
 // one sends a request and turns the response into a record.
-func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) metrics.Record {
-	rec, _ := r.send(ctx, level, levelStart, req, inTok)
+func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, b prebuilt) metrics.Record {
+	rec, _ := r.send(ctx, level, levelStart, b)
 	return rec
 }
 
 // oneText is one and also returns the answer text (for agent chains).
 func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) (metrics.Record, string) {
-	rec, resp := r.send(ctx, level, levelStart, req, inTok)
+	rec, resp := r.send(ctx, level, levelStart, prebuilt{req: req, prep: r.Client.Prepare(req), inTok: inTok})
 	var answer strings.Builder
 	for _, c := range resp.Chunks {
 		answer.WriteString(c.Text)
@@ -305,7 +357,8 @@ func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, r
 }
 
 // send runs a request (with its retries) and records it.
-func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) (metrics.Record, *api.Response) {
+func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, b prebuilt) (metrics.Record, *api.Response) {
+	req, inTok := b.req, b.inTok
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
@@ -313,7 +366,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, req 
 	}
 	r.Progress.InFlight.Add(1)
 	defer r.Progress.InFlight.Add(-1)
-	resp := r.Client.Do(ctx, req)
+	resp := r.Client.DoPrepared(ctx, b.prep)
 	first := resp.Start
 	var retryErrors []string
 	for attempt := 0; attempt < r.Retry && retryable(resp) && ctx.Err() == nil; attempt++ {
@@ -325,7 +378,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, req 
 		if ctx.Err() != nil {
 			break
 		}
-		resp = r.Client.Do(ctx, req)
+		resp = r.Client.DoPrepared(ctx, b.prep)
 	}
 	r.stamps.add(resp)
 	id := int(r.nextID.Add(1))
@@ -470,7 +523,7 @@ sending:
 		due := start.Add(off + lv.Phase)
 		// The request is built before its instant, and the wait ends with a
 		// precise sleep: Go's timers alone wake up to 1 ms late.
-		req, inTok := src.Request(i)
+		b := r.prebuild(src, i)
 		if !sleepUntil(ctx.Done(), timer, pt, due, spin) {
 			break sending
 		}
@@ -487,7 +540,7 @@ sending:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec := r.one(reqCtx, idx, start, req, inTok)
+			rec := r.one(reqCtx, idx, start, b)
 			rec.QueueMs = ms(rec.Start.Sub(due)) // actual t0 − scheduled instant
 			if slots != nil {
 				<-slots
@@ -530,3 +583,61 @@ func backoff(retryAfter string, attempt int) time.Duration {
 	}
 	return min(250*time.Millisecond<<attempt, 8*time.Second)
 }
+
+// connections is how many connections a level needs open at its start:
+// one per closed-loop user; for an open loop, the in-flight cap, or else
+// one second of arrivals (at most 1,024) — more are opened as needed, and
+// their set-up is the requests' own phase, outside TTFT.
+func (lv Level) connections() int {
+	n := lv.Requests
+	if lv.Load.Mode != "rate" {
+		n = lv.Load.Concurrency
+		if lv.Requests > 0 {
+			n = min(n, lv.Requests)
+		}
+		return max(n, 0)
+	}
+	want := lv.MaxInFlight
+	if want <= 0 {
+		want = min(int(math.Ceil(lv.Load.RateRPS))+1, 1024)
+	}
+	if n > 0 {
+		want = min(want, n)
+	}
+	return want
+}
+
+// preconnecter is a transport that can open connections ahead of requests
+// (wire.Transport).
+type preconnecter interface {
+	Preconnect(ctx context.Context, u *url.URL, n int) (int, error)
+}
+
+// preconnect opens the level's connections before its clock starts, so
+// that no measured request pays for connection set-up (DNS, TCP, TLS); a
+// request that must open one mid-level records the set-up as its own
+// phase. With Cold it closes the idle connections instead. It returns how
+// many it opened.
+func (r *Runner) preconnect(ctx context.Context, lv Level) (int, error) {
+	rt := r.Client.HTTP.Transport
+	if r.Cold {
+		if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			ci.CloseIdleConnections()
+		}
+		return 0, nil
+	}
+	pc, ok := rt.(preconnecter)
+	if !ok || ctx.Err() != nil {
+		return 0, nil
+	}
+	u, err := url.Parse(r.Client.BaseURL)
+	if err != nil || u.Host == "" {
+		return 0, nil // the requests will say what is wrong with it
+	}
+	ctx, cancel := context.WithTimeout(ctx, preconnectTimeout)
+	defer cancel()
+	return pc.Preconnect(ctx, u, lv.connections())
+}
+
+// preconnectTimeout bounds the set-up before a level.
+const preconnectTimeout = 30 * time.Second

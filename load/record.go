@@ -41,6 +41,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		InputTokensRequested:  info.InputTokensRequested,
 		OutputTokensRequested: info.OutputTokensRequested,
 		Server:                resp.Server,
+		Phases:                phases(resp),
 	}
 	if resp.Failed() {
 		rec.ErrorClass = resp.ErrorClass
@@ -167,5 +168,33 @@ func usageDeltas(chunks []api.Chunk, total int) []int {
 		prev = c.Cumulative
 	}
 	out[len(out)-1] += total - prev
+	return out
+}
+
+// phases turns a response's phase instants into its record's durations;
+// nil when the request never reached the transport.
+func phases(resp *api.Response) *metrics.Phases {
+	p := &resp.Phases
+	if p.Begin.IsZero() {
+		return nil
+	}
+	since := func(from, to time.Time) float64 {
+		if from.IsZero() || to.IsZero() || to.Before(from) {
+			return 0
+		}
+		return ms(to.Sub(from))
+	}
+	out := &metrics.Phases{
+		ConnWaitMs:  since(p.Begin, p.GotConn),
+		DNSMs:       since(p.DNSStart, p.DNSDone),
+		ConnectMs:   since(p.ConnectStart, p.ConnectEnd),
+		TLSMs:       since(p.TLSStart, p.TLSEnd),
+		WriteMs:     since(resp.Start, p.Wrote),
+		FirstByteMs: since(resp.Start, p.FirstByte),
+		Reused:      p.Reused,
+		Reconnects:  p.Reconnects,
+		HTTP:        p.HTTP,
+		TLS:         p.TLS,
+	}
 	return out
 }

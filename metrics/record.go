@@ -14,8 +14,10 @@ const (
 )
 
 // Record is everything measured about one request. Times are milliseconds
-// from t0, the instant the request was handed to the transport, all taken
-// from one monotonic clock. A failed request (OK false) keeps what it
+// from t0, the instant the request's bytes were handed to the kernel on an
+// open connection (with --connections cold: the instant the request was
+// handed to the client, before any set-up), all taken from one monotonic
+// clock. A failed request (OK false) keeps what it
 // measured but never enters latency statistics.
 type Record struct {
 	ID    int `json:"id"`
@@ -69,6 +71,9 @@ type Record struct {
 
 	// Server-reported timing, where the server gives it.
 	Server *ServerTiming `json:"server,omitempty"`
+	// Phases are the request's way to the server: connection, write,
+	// first byte (nil in records written before tokbench kept them).
+	Phases *Phases `json:"phases,omitempty"`
 }
 
 // ServerTiming is what the server itself says about a request: PromptMs is

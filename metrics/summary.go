@@ -117,6 +117,9 @@ type Level struct {
 	SLO       *SLOResult `json:"slo,omitempty"`
 	Repeats   *Repeats   `json:"repeats,omitempty"`
 	Cost      *Cost      `json:"cost,omitempty"`
+	// Connections are the level's connections and the requests' phases
+	// (connection wait, set-up, write, first byte).
+	Connections *Connections `json:"connections,omitempty"`
 	// Client is the client's self-check during the level (CPU, GC pauses,
 	// scheduling lag); a warning says when it may have distorted the level.
 	Client   *ClientHealth `json:"client,omitempty"`
@@ -271,6 +274,7 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 		lv.ServerTPS = &s
 	}
 	lv.summarizeServer(recs)
+	lv.summarizeConnections(recs)
 	if chains := chainWalls(recs); len(chains) > 0 {
 		s := Describe(chains)
 		lv.ChainMs = &s

@@ -129,6 +129,17 @@ func NewTLS(s Script) *Server {
 	return f
 }
 
+// NewUnstarted is a fake not yet started, so a test can set up its
+// listener or protocols (HTTP/2, a slow handshake) before Start or StartTLS.
+func NewUnstarted(s Script) *Server {
+	if s.PerChunk <= 0 {
+		s.PerChunk = 1
+	}
+	f := &Server{script: s}
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.handle))
+	return f
+}
+
 // Bodies returns the JSON bodies received so far.
 func (f *Server) Bodies() []map[string]any {
 	f.mu.Lock()

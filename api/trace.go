@@ -1,0 +1,142 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/tokbench/tokbench/wire"
+)
+
+// Phases are the instants of a request's way to the server, from the
+// transport's httptrace events; zero where a phase did not happen (no
+// DNS for an address, no connect on a kept connection).
+type Phases struct {
+	// Begin: the request was handed to the transport and waits for a
+	// connection (httptrace's GetConn; the last one when the request was
+	// sent again on a new connection).
+	Begin                    time.Time
+	DNSStart, DNSDone        time.Time
+	ConnectStart, ConnectEnd time.Time
+	TLSStart, TLSEnd         time.Time
+	// GotConn: the connection is open and the request's write begins
+	// (tokbench's own transport reports it right before the write).
+	GotConn time.Time
+	// WroteHeaders is net/http's (HTTP/2, proxies): its writer has the
+	// head. Zero on tokbench's own connections, which write head and body
+	// at once.
+	WroteHeaders time.Time
+	// Wrote: the request's last byte was handed to the kernel.
+	Wrote time.Time
+	// FirstByte: the answer's first byte arrived (the kernel's stamp where
+	// the stream has them).
+	FirstByte time.Time
+	// Reused is true when the request went on a connection that carried
+	// an earlier one.
+	Reused bool
+	// Reconnects counts the times the transport sent the request again on
+	// a new connection because its kept one had been closed.
+	Reconnects int
+	// HTTP and TLS are the protocol versions the answer came over
+	// ("HTTP/1.1", "TLS 1.3"; TLS empty over plain HTTP).
+	HTTP, TLS string
+}
+
+// requestTrace gathers a request's phases. net/http calls some of the
+// hooks from its own goroutines, hence the lock.
+type requestTrace struct {
+	mu      sync.Mutex
+	p       Phases
+	gets    int
+	conn    net.Conn
+	fbNow   time.Time // when the first byte was seen, and
+	fbStamp int64     // the kernel's stamp of the read that brought it (0: none)
+}
+
+func (t *requestTrace) context(ctx context.Context) context.Context {
+	now := func(at *time.Time) {
+		n := time.Now()
+		t.mu.Lock()
+		*at = n
+		t.mu.Unlock()
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) {
+			n := time.Now()
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.gets++
+			// A request sent again starts its phases anew.
+			t.p = Phases{Begin: n, Reconnects: t.gets - 1}
+		},
+		DNSStart:          func(httptrace.DNSStartInfo) { now(&t.p.DNSStart) },
+		DNSDone:           func(httptrace.DNSDoneInfo) { now(&t.p.DNSDone) },
+		ConnectStart:      func(string, string) { now(&t.p.ConnectStart) },
+		ConnectDone:       func(string, string, error) { now(&t.p.ConnectEnd) },
+		TLSHandshakeStart: func() { now(&t.p.TLSStart) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { now(&t.p.TLSEnd) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			n := time.Now()
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.p.GotConn = n
+			t.p.Reused = info.Reused
+			t.conn = info.Conn
+		},
+		WroteHeaders: func() { now(&t.p.WroteHeaders) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { now(&t.p.Wrote) },
+		GotFirstResponseByte: func() {
+			n := time.Now()
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.fbNow = n
+			if rs := wire.Stamper(t.conn); rs != nil {
+				t.fbStamp = rs.LastReceived()
+			}
+		},
+	})
+}
+
+// sent is the request's t0, the instant its bytes went to the kernel on
+// an open connection: GotConn on tokbench's own connections, where the
+// write follows at once; net/http's WroteHeaders where it wrote (its
+// writer runs on a goroutine of its own, after GotConn); Begin when
+// neither came (the request failed before).
+func (p *Phases) sent() time.Time {
+	switch {
+	case !p.WroteHeaders.IsZero():
+		return p.WroteHeaders
+	case !p.GotConn.IsZero():
+		return p.GotConn
+	}
+	return p.Begin
+}
+
+// finish returns the phases once the answer's head arrived (or the
+// request failed), with the first byte on the kernel's clock when kernel
+// is set, and the stream's connection.
+func (t *requestTrace) finish(kernel bool) (Phases, net.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.p
+	if !t.fbNow.IsZero() {
+		p.FirstByte = t.fbNow
+		if kernel && t.fbStamp > 0 {
+			if ago := time.Duration(t.fbNow.UnixNano() - t.fbStamp); ago > 0 {
+				p.FirstByte = t.fbNow.Add(-ago)
+			}
+		}
+	}
+	return p, t.conn
+}
+
+// tlsVersion names a TLS version as run.json shows it.
+func tlsVersion(v uint16) string {
+	if v == 0 {
+		return ""
+	}
+	return tls.VersionName(v)
+}

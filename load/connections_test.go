@@ -1,0 +1,213 @@
+package load
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
+)
+
+// slowHandshake delays every accepted connection's first read (the TLS
+// ClientHello) by delay: a server whose connection set-up takes a known time.
+type slowHandshake struct {
+	net.Listener
+	delay    time.Duration
+	accepted atomic.Int64
+}
+
+func (l *slowHandshake) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.accepted.Add(1)
+	return &slowFirstRead{Conn: c, delay: l.delay}, nil
+}
+
+type slowFirstRead struct {
+	net.Conn
+	delay time.Duration
+	once  atomic.Bool
+}
+
+func (c *slowFirstRead) Read(p []byte) (int, error) {
+	if c.once.CompareAndSwap(false, true) {
+		time.Sleep(c.delay)
+	}
+	return c.Conn.Read(p)
+}
+
+// tlsRunner is a Runner on tokbench's transport trusting srv's certificate.
+func tlsRunner(t *testing.T, srv *fakellm.Server) (*Runner, *wire.Transport) {
+	t.Helper()
+	tok, err := tokenize.Get("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	tr := wire.NewTransport()
+	tr.Fallback.TLSClientConfig = &tls.Config{RootCAs: pool}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &Runner{
+		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},
+		Tokenizer: tok, Timeout: 10 * time.Second,
+	}, tr
+}
+
+// TestConnectionSetupOutsideTTFT: against an HTTPS server whose handshake
+// takes 80 ms and whose first token follows a request by 30 ms, a level
+// opens its users' connections before its clock starts (no request pays
+// for set-up, TTFT is the server's 30 ms); a cold level lets each user's
+// first request open its own, and that set-up shows as the request's
+// phases, outside TTFT; cold with CountSetup counts it in.
+func TestConnectionSetupOutsideTTFT(t *testing.T) {
+	const users, requests = 4, 8
+	const handshake, ttft = 80 * time.Millisecond, 30 * time.Millisecond
+	for _, c := range []struct {
+		name        string
+		cold, setup bool
+	}{{"warm", false, false}, {"cold", true, false}, {"cold-counted", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := fakellm.NewUnstarted(fakellm.Script{TTFT: ttft, Gap: time.Millisecond, Tokens: 4, Usage: true})
+			ln := &slowHandshake{Listener: srv.Listener, delay: handshake}
+			srv.Listener = ln
+			srv.StartTLS()
+			defer srv.Close()
+			r, _ := tlsRunner(t, srv)
+			r.Cold, r.Client.CountSetup = c.cold, c.setup
+			res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: users}, Requests: requests}, fixedSource{maxTokens: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Level.Requests.Completed != requests {
+				t.Fatalf("completed %d of %d: %v", res.Level.Requests.Completed, requests, res.Level.Requests.Errors)
+			}
+			if n := ln.accepted.Load(); n != users {
+				t.Errorf("the server accepted %d connections, want %d (one per user)", n, users)
+			}
+			conns := res.Level.Connections
+			if conns == nil {
+				t.Fatal("no connections block")
+			}
+			wantPre, wantOpened := users, 0
+			if c.cold {
+				wantPre, wantOpened = 0, users
+			}
+			if conns.Preopened != wantPre || conns.Opened != wantOpened {
+				t.Errorf("preopened %d, opened %d; want %d, %d", conns.Preopened, conns.Opened, wantPre, wantOpened)
+			}
+			if conns.HTTP != "HTTP/1.1" || conns.TLS != "TLS 1.3" {
+				t.Errorf("protocols %q over %q, want HTTP/1.1 over TLS 1.3", conns.HTTP, conns.TLS)
+			}
+			hs := float64(handshake.Milliseconds())
+			for _, rec := range res.Records {
+				p := rec.Phases
+				if p == nil {
+					t.Fatalf("record %d has no phases", rec.ID)
+				}
+				want := float64(ttft.Milliseconds())
+				if !p.Reused {
+					if p.ConnWaitMs < hs || p.TLSMs < hs {
+						t.Errorf("record %d opened a connection: wait %.1f ms, TLS %.1f ms; want both ≥ %.0f", rec.ID, p.ConnWaitMs, p.TLSMs, hs)
+					}
+					if c.setup {
+						want += p.ConnWaitMs
+					}
+				}
+				within(t, fmt.Sprintf("record %d TTFT (reused %v)", rec.ID, p.Reused), rec.TTFTMs, want, ttftTolMs)
+			}
+			if c.cold && (conns.SetupMs == nil || conns.SetupMs.Count != users || conns.SetupMs.Min < hs) {
+				t.Errorf("set-up %+v: want %d values ≥ %.0f ms", conns.SetupMs, users, hs)
+			}
+		})
+	}
+}
+
+// TestPhasesInOrder: at high concurrency, on every path tokbench measures
+// with — its own connections with kernel stamps, plain net/http with read
+// stamps, HTTP/2 — no recorded instant of a request precedes an earlier
+// one: connection wait ≥ 0, write ≤ first byte ≤ TTFT ≤ each chunk ≤ the
+// next ≤ E2E ≤ done.
+func TestPhasesInOrder(t *testing.T) {
+	const users, requests = 200, 400
+	for _, path := range []string{"wire", "net-http", "http2"} {
+		t.Run(path, func(t *testing.T) {
+			srv := fakellm.NewUnstarted(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: time.Millisecond, Tokens: 16, Usage: true})
+			var p http.Protocols
+			p.SetHTTP1(true)
+			p.SetUnencryptedHTTP2(true)
+			srv.Config.Protocols = &p
+			srv.Start()
+			defer srv.Close()
+			tok, _ := tokenize.Get("cl100k_base")
+			var rt http.RoundTripper
+			switch path {
+			case "wire":
+				rt = wire.NewTransport()
+			case "net-http":
+				rt = &http.Transport{MaxIdleConnsPerHost: users}
+			case "http2":
+				tr := wire.NewTransport()
+				tr.HTTP2 = true
+				rt = tr
+			}
+			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+			r := &Runner{Client: &api.Client{HTTP: &http.Client{Transport: rt}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},
+				Tokenizer: tok, Timeout: 20 * time.Second}
+			res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: users}, Requests: requests}, fixedSource{maxTokens: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Level.Requests.Completed != requests {
+				t.Fatalf("completed %d of %d: %v", res.Level.Requests.Completed, requests, res.Level.Requests.Errors)
+			}
+			for _, rec := range res.Records {
+				if msg := orderError(&rec); msg != "" {
+					t.Fatalf("%s: record %d: %s", path, rec.ID, msg)
+				}
+			}
+			if res.Level.ITL.Min < 0 || res.Level.ChunkGap.Min < 0 || res.Level.Connections.WriteMs.Min < 0 {
+				t.Errorf("negative minimum: itl %v, chunk gap %v, write %v", res.Level.ITL.Min, res.Level.ChunkGap.Min, res.Level.Connections.WriteMs.Min)
+			}
+			wantHTTP := "HTTP/1.1"
+			if path == "http2" {
+				wantHTTP = "HTTP/2.0"
+			}
+			if res.Level.Connections.HTTP != wantHTTP {
+				t.Errorf("ran over %q, want %q", res.Level.Connections.HTTP, wantHTTP)
+			}
+		})
+	}
+}
+
+// orderError says how a record's instants are out of order, or "".
+func orderError(rec *metrics.Record) string {
+	p := rec.Phases
+	if p == nil {
+		return "no phases"
+	}
+	if p.ConnWaitMs < 0 || p.WriteMs < 0 || p.FirstByteMs < p.WriteMs || rec.TTFTMs < p.FirstByteMs {
+		return fmt.Sprintf("wait %v, write %v, first byte %v, TTFT %v", p.ConnWaitMs, p.WriteMs, p.FirstByteMs, rec.TTFTMs)
+	}
+	for i := 1; i < len(rec.ChunkMs); i++ {
+		if rec.ChunkMs[i] < rec.ChunkMs[i-1] {
+			return fmt.Sprintf("chunk %d at %v before chunk %d at %v", i, rec.ChunkMs[i], i-1, rec.ChunkMs[i-1])
+		}
+	}
+	if rec.ChunkMs[0] != rec.TTFTMs || rec.E2EMs < rec.TTFTMs || rec.DoneMs < rec.E2EMs {
+		return fmt.Sprintf("TTFT %v, E2E %v, done %v", rec.TTFTMs, rec.E2EMs, rec.DoneMs)
+	}
+	return ""
+}

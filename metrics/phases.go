@@ -1,0 +1,129 @@
+package metrics
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Phases are a request's way to the server, in milliseconds, in the
+// vocabulary of Go's httptrace (k6's names in brackets): waiting for a
+// connection, set-up included when one was opened [blocked]; DNS
+// [looking_up], TCP connect [connecting], TLS handshake
+// [tls_handshaking], each only when this request opened its connection;
+// writing the request, from t0 to its last byte handed to the kernel
+// [sending]; the answer's first byte, from t0 [waiting]. The first and
+// last token are the record's TTFT and E2E. Measured before t0 (the
+// default), ConnWaitMs and the set-up phases are not in TTFT; with
+// --connections cold they are.
+type Phases struct {
+	ConnWaitMs  float64 `json:"conn_wait_ms"`
+	DNSMs       float64 `json:"dns_ms,omitempty"`
+	ConnectMs   float64 `json:"connect_ms,omitempty"`
+	TLSMs       float64 `json:"tls_ms,omitempty"`
+	WriteMs     float64 `json:"write_ms"`
+	FirstByteMs float64 `json:"first_byte_ms"`
+	// Reused is true when the request went on a connection an earlier
+	// request (or the level's set-up) had opened.
+	Reused bool `json:"reused"`
+	// Reconnects counts sends on a new connection after a kept one turned
+	// out closed before any byte of the answer.
+	Reconnects int `json:"reconnects,omitempty"`
+	// HTTP and TLS are the protocol versions the request ran over.
+	HTTP string `json:"http,omitempty"`
+	TLS  string `json:"tls,omitempty"`
+}
+
+// Connections summarises a level's connections: how many the level opened
+// before its clock started (Preopened) and while it ran (Opened: requests
+// that did not find one open), the phases' distributions, and the
+// protocols the requests ran over ("HTTP/1.1", "TLS 1.3"; several joined
+// by commas).
+type Connections struct {
+	Preopened  int    `json:"preopened"`
+	Opened     int    `json:"opened"`
+	Reconnects int    `json:"reconnects,omitempty"`
+	HTTP       string `json:"http,omitempty"`
+	TLS        string `json:"tls,omitempty"`
+	// ConnWaitMs, WriteMs and FirstByteMs are over every request that got
+	// a connection; SetupMs (connection wait of the requests that opened
+	// one), ConnectMs and TLSMs over those that opened one.
+	ConnWaitMs  Stats  `json:"conn_wait_ms"`
+	SetupMs     *Stats `json:"setup_ms,omitempty"`
+	ConnectMs   *Stats `json:"connect_ms,omitempty"`
+	TLSMs       *Stats `json:"tls_ms,omitempty"`
+	WriteMs     Stats  `json:"write_ms"`
+	FirstByteMs Stats  `json:"first_byte_ms"`
+}
+
+// slowWriteMs: a request whose bytes took longer than this to reach the
+// kernel may carry the client's own delay in its TTFT.
+const slowWriteMs = 1.0
+
+// summarizeConnections fills lv.Connections from the records that carry
+// phases, and warns when writing requests took long enough to reach the
+// numbers.
+func (lv *Level) summarizeConnections(recs []Record) {
+	var wait, setup, connect, tlsHS, write, first []float64
+	var opened, reconnects int
+	httpV, tlsV := map[string]bool{}, map[string]bool{}
+	for i := range recs {
+		p := recs[i].Phases
+		if p == nil {
+			continue
+		}
+		reconnects += p.Reconnects
+		if p.HTTP == "" { // no connection, or no answer on it
+			continue
+		}
+		httpV[p.HTTP] = true
+		if p.TLS != "" {
+			tlsV[p.TLS] = true
+		}
+		wait = append(wait, p.ConnWaitMs)
+		write = append(write, p.WriteMs)
+		first = append(first, p.FirstByteMs)
+		if !p.Reused {
+			opened++
+			setup = append(setup, p.ConnWaitMs)
+			connect = append(connect, p.ConnectMs)
+			if p.TLS != "" {
+				tlsHS = append(tlsHS, p.TLSMs)
+			}
+		}
+	}
+	if len(wait) == 0 && lv.Connections == nil {
+		return
+	}
+	c := lv.Connections
+	if c == nil {
+		c = &Connections{}
+		lv.Connections = c
+	}
+	c.Opened, c.Reconnects = opened, reconnects
+	c.HTTP, c.TLS = joinKeys(httpV), joinKeys(tlsV)
+	c.ConnWaitMs, c.WriteMs, c.FirstByteMs = Describe(wait), Describe(write), Describe(first)
+	c.SetupMs, c.ConnectMs, c.TLSMs = describeSome(setup), describeSome(connect), describeSome(tlsHS)
+	if c.WriteMs.P99 > slowWriteMs {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
+			"client self-check: writing a request took over %.0f ms for 1%% of requests or more (write_ms p99 %.2f ms, max %.2f ms): a busy client, or a server slow to take its requests; TTFT counts from the write's start",
+			slowWriteMs, c.WriteMs.P99, c.WriteMs.Max))
+	}
+}
+
+func describeSome(v []float64) *Stats {
+	if len(v) == 0 {
+		return nil
+	}
+	s := Describe(v)
+	return &s
+}
+
+func joinKeys(m map[string]bool) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
