@@ -16,19 +16,42 @@
 // (the first token at the first grid instant ttft_us after the request), as
 // a batching engine emits every running sequence's token at each decode step. Every token
 // chunk's content is " t<unix nanoseconds>", the wall-clock instant taken
-// right before the write that carries it. The stream ends with a
-// finish_reason chunk, a usage chunk and [DONE].
+// right before the write that carries it; the first token chunk's is
+// " t<ns> r<ns>", the r part the request's arrival: the kernel's receive
+// stamp (SO_TIMESTAMPING, realtime clock) of the read that delivered the
+// request's last byte, or where the kernel gives none the instant the
+// server finished reading it (said once on stderr). Send minus arrival is
+// the request's true TTFT. The stream ends with a finish_reason chunk, a
+// usage chunk and [DONE].
+//
+// GET /stats answers {"accepted": N, "requests": R, "h2_requests": H}: the
+// TCP connections accepted, the completion requests read and how many of
+// those came over HTTP/2, since start-up.
 //
 // To stay cheap at thousands of streams it does not run one goroutine per
 // stream: a few writer loops each own a share of the streams and write
 // whatever is due in one pass, with HTTP/1.1 chunked framing done by hand
 // on the raw connection (keep-alive, so closed-loop clients reuse it).
+//
+// With -tls the same server speaks HTTPS (crypto/tls over each accepted
+// connection, ALPN "http/1.1" only) with a self-signed ECDSA P-256
+// certificate for 127.0.0.1, ::1 and localhost made at start-up; -cert-out
+// writes it as PEM for the client to trust. With -h2 (implies -tls) the
+// server is net/http's instead, HTTP/2 and HTTP/1.1 over TLS, one handler
+// goroutine per stream (meant for at most a few hundred streams), with the
+// same request body, pacing and chunks. There a request's arrival is the
+// kernel stamp of the latest read on its TCP connection once the handler
+// has read the request body to its end: on a connection that multiplexes
+// several streams that read may have delivered another stream's bytes
+// after this request's last one, so the arrival is an upper bound (≥ the
+// true arrival) and the true TTFT a lower bound.
 package main
 
 import (
 	"bufio"
 	"container/heap"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -40,6 +63,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -49,6 +73,9 @@ func main() {
 	maxRun := flag.Duration("max", 10*time.Minute, "exit after this long whatever happens")
 	writers := flag.Int("writers", 4, "writer loops")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the server to this file")
+	useTLS := flag.Bool("tls", false, "serve HTTPS (HTTP/1.1 only) with a self-signed certificate made at start-up")
+	useH2 := flag.Bool("h2", false, "serve HTTPS with HTTP/2 and HTTP/1.1 through net/http's server (implies -tls)")
+	certOut := flag.String("cert-out", "", "with -tls or -h2: write the certificate (PEM) to this file, for the client to trust")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -69,6 +96,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fakeserver:", err)
 		os.Exit(2)
 	}
+	// Keep the kernel stamping received packets from now on, and give its
+	// deferred switch-on a moment, so that the first requests are stamped.
+	if keepStamping(ln) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *maxRun)
@@ -78,12 +110,47 @@ func main() {
 		cancel()
 	}()
 	s := newServer(*writers)
+	var cert tls.Certificate
+	if *useTLS || *useH2 {
+		var pemCert []byte
+		if cert, pemCert, err = selfSigned(); err == nil && *certOut != "" {
+			err = os.WriteFile(*certOut, pemCert, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakeserver:", err)
+			os.Exit(2)
+		}
+	}
+	cl := &listener{Listener: ln, accepted: &s.accepted}
 	fmt.Printf("listening on %s\n", ln.Addr())
+	if *useH2 {
+		serveH2(ctx, cl, cert, s)
+		return
+	}
+	if *useTLS {
+		s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	}
 	go func() {
 		<-ctx.Done()
 		ln.Close()
 	}()
-	s.serve(ln)
+	s.serve(cl)
+}
+
+// listener counts the connections it accepts and turns on kernel receive
+// stamps on each.
+type listener struct {
+	net.Listener
+	accepted *atomic.Int64
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.accepted.Add(1)
+	return stamped(c), nil
 }
 
 func raiseFileLimit() {
@@ -97,6 +164,7 @@ func raiseFileLimit() {
 // stream is one response being written.
 type stream struct {
 	conn      net.Conn
+	arrival   int64 // the request's arrival, unix ns: the first token chunk carries it
 	due       time.Time
 	gap       time.Duration
 	burst     int
@@ -110,6 +178,12 @@ type server struct {
 	shards []*shard
 	next   int
 	mu     sync.Mutex
+	tls    *tls.Config // -tls: each connection speaks TLS
+
+	accepted   atomic.Int64 // TCP connections accepted
+	requests   atomic.Int64 // completion requests read
+	h2Requests atomic.Int64 // of those, over HTTP/2
+	noStamp    sync.Once
 }
 
 // shard is one writer loop and the streams it owns.
@@ -154,8 +228,48 @@ var stepStart = time.Now()
 
 const header = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
 
-// conn serves the requests of one connection in turn.
-func (s *server) conn(c net.Conn) {
+// statsJSON is what GET /stats answers.
+func (s *server) statsJSON() []byte {
+	return fmt.Appendf(nil, `{"accepted":%d,"requests":%d,"h2_requests":%d}`, s.accepted.Load(), s.requests.Load(), s.h2Requests.Load())
+}
+
+// arrival is the arrival instant, unix ns, of a request whose last byte
+// the latest read on tcp delivered: that read's kernel receive stamp, or
+// now where there is none (said once on stderr).
+func (s *server) arrival(tcp net.Conn) int64 {
+	if rs, ok := tcp.(interface{ LastReceived() int64 }); ok {
+		if ns := rs.LastReceived(); ns > 0 {
+			return ns
+		}
+	}
+	s.noStamp.Do(func() {
+		fmt.Fprintln(os.Stderr, "fakeserver: a request without a kernel receive stamp: its arrival (r<ns> in the first chunk) is the instant the server finished reading it")
+	})
+	return time.Now().UnixNano()
+}
+
+// newStream schedules the answer to a request read now.
+func newStream(b body, arrival int64) *stream {
+	if b.MaxTokens <= 0 {
+		b.MaxTokens = 64
+	}
+	due := time.Now().Add(time.Duration(b.Bench.TTFTUs) * time.Microsecond)
+	gap := time.Duration(b.Bench.GapUs) * time.Microsecond
+	if b.Bench.Step && gap > 0 {
+		due = stepStart.Add(due.Sub(stepStart).Truncate(gap) + gap) // the next step
+	}
+	return &stream{arrival: arrival, due: due, gap: gap, burst: max(b.Bench.Burst, 1),
+		remaining: b.MaxTokens, tokens: b.MaxTokens}
+}
+
+// conn serves the requests of one connection in turn. tcp is the accepted
+// connection, whose reads keep the kernel's receive stamps; with -tls the
+// requests are read through TLS over it.
+func (s *server) conn(tcp net.Conn) {
+	c := tcp
+	if s.tls != nil {
+		c = tls.Server(tcp, s.tls)
+	}
 	defer c.Close()
 	br := bufio.NewReader(c)
 	for {
@@ -167,25 +281,32 @@ func (s *server) conn(c net.Conn) {
 		err = json.NewDecoder(req.Body).Decode(&b)
 		io.Copy(io.Discard, req.Body)
 		req.Body.Close()
+		if req.Method == http.MethodGet && req.URL.Path == "/stats" {
+			msg := s.statsJSON()
+			conn := ""
+			if req.Close {
+				conn = "Connection: close\r\n"
+			}
+			if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s", len(msg), conn, msg); err != nil || req.Close {
+				return
+			}
+			continue
+		}
 		if req.Method != http.MethodPost || err != nil {
 			msg := `{"error":{"message":"want a POST with a JSON body"}}`
 			fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(msg), msg)
 			continue
 		}
-		if b.MaxTokens <= 0 {
-			b.MaxTokens = 64
-		}
+		// The body is read to its end: the latest read delivered the
+		// request's last byte (a closed-loop client sends nothing more
+		// before the answer, so no later bytes share that read).
+		arrival := s.arrival(tcp)
+		s.requests.Add(1)
 		if _, err := io.WriteString(c, header); err != nil {
 			return
 		}
-		due := time.Now().Add(time.Duration(b.Bench.TTFTUs) * time.Microsecond)
-		gap := time.Duration(b.Bench.GapUs) * time.Microsecond
-		if b.Bench.Step && gap > 0 {
-			due = stepStart.Add(due.Sub(stepStart).Truncate(gap) + gap) // the next step
-		}
-		st := &stream{conn: c, due: due,
-			gap: gap, burst: max(b.Bench.Burst, 1),
-			remaining: b.MaxTokens, tokens: b.MaxTokens, done: make(chan error, 1)}
+		st := newStream(b, arrival)
+		st.conn, st.done = c, make(chan error, 1)
 		s.mu.Lock()
 		sh := s.shards[s.next%len(s.shards)]
 		s.next++
@@ -286,22 +407,36 @@ const (
 	finish    = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"fake","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}` + "\n\n"
 )
 
-// write sends the stream's next burst of token chunks (and the end of the
-// answer after the last one) in one write, as one HTTP chunk.
-func (st *stream) write() error {
+// events appends the stream's next burst of token chunks (and the end of
+// the answer after the last one) as SSE events, each token chunk stamped
+// with the instant taken here, right before the write that carries them;
+// the answer's first token chunk also carries the request's arrival.
+func (st *stream) events(b []byte) []byte {
 	n := min(st.burst, st.remaining)
+	first := st.remaining == st.tokens
 	st.remaining -= n
-	b := append(st.buf[:0], "00000000\r\n"...) // size placeholder, filled below
 	sent := time.Now().UnixNano()
-	for range n {
+	for i := range n {
 		b = append(b, chunkHead...)
 		b = strconv.AppendInt(b, sent, 10)
+		if first && i == 0 {
+			b = append(b, " r"...)
+			b = strconv.AppendInt(b, st.arrival, 10)
+		}
 		b = append(b, chunkTail...)
 	}
 	if st.remaining == 0 {
 		b = append(b, finish...)
 		b = fmt.Appendf(b, `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"fake","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", st.tokens, st.tokens+8)
 	}
+	return b
+}
+
+// write sends the stream's next burst of token chunks (and the end of the
+// answer after the last one) in one write, as one HTTP chunk.
+func (st *stream) write() error {
+	b := append(st.buf[:0], "00000000\r\n"...) // size placeholder, filled below
+	b = st.events(b)
 	size := len(b) - 10
 	hex := strconv.AppendInt(nil, int64(size), 16)
 	copy(b[8-len(hex):8], hex)

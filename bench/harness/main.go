@@ -5,10 +5,13 @@
 // minus the server's send instant, which every chunk carries), TTFT error,
 // tokens/s ingested, requests/s, client CPU per million tokens and per
 // request (getrusage), peak RSS, memory per idle stream and open-loop pacing
-// error. See bench/README.md.
+// error, and the TTFT error of requests on fresh connections over HTTP,
+// HTTPS and HTTP/2 against the server's own receive stamps. See
+// bench/README.md.
 //
-//	go run ./bench/harness              # every scenario, about 45 s
+//	go run ./bench/harness              # every scenario, about 1 minute
 //	go run ./bench/harness -only paced -levels 1,100
+//	go run ./bench/harness -only first -first-levels 20
 //
 // Every scenario is bounded (fixed request counts, a request timeout) and
 // the server exits when the harness does.
@@ -17,11 +20,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -53,45 +59,77 @@ func main() {
 
 // Result is one scenario's figures; zero fields do not apply.
 type Result struct {
-	Scenario    string          `json:"scenario"`
-	Streams     int             `json:"streams,omitempty"`
-	RateRPS     float64         `json:"rate_rps,omitempty"`
-	Requests    int             `json:"requests"`
-	Failed      int             `json:"failed"`
-	Tokens      int             `json:"tokens"`
-	WallS       float64         `json:"wall_s"`
-	TokensPerS  float64         `json:"tokens_per_s"`
-	CPUSPerMTok float64         `json:"cpu_s_per_mtok,omitempty"`
-	CPUUtil     float64         `json:"cpu_utilization"` // client CPU / (wall × cores)
-	ReqPerS     float64         `json:"requests_per_s,omitempty"`
-	CPUUsPerReq float64         `json:"cpu_us_per_request,omitempty"`
-	ErrP50Ms    float64         `json:"chunk_err_p50_ms,omitempty"`
-	ErrP99Ms    float64         `json:"chunk_err_p99_ms,omitempty"`
-	ErrMaxMs    float64         `json:"chunk_err_max_ms,omitempty"`
-	ErrMinMs    float64         `json:"chunk_err_min_ms,omitempty"`
-	SteadyP99Ms float64         `json:"steady_chunk_err_p99_ms,omitempty"`
-	SteadyFrom  int             `json:"steady_from_chunk,omitempty"` // SteadyP99Ms counts each request's chunks from this one (0-based)
-	Offered     float64         `json:"offered_tokens_per_s,omitempty"`
-	TTFTErrP50  float64         `json:"ttft_err_p50_ms,omitempty"`
-	TTFTErrP99  float64         `json:"ttft_err_p99_ms,omitempty"`
-	QueueP50Ms  float64         `json:"queue_p50_ms,omitempty"`
-	QueueP99Ms  float64         `json:"queue_p99_ms,omitempty"`
-	QueueMaxMs  float64         `json:"queue_max_ms,omitempty"`
-	SentPerS    float64         `json:"sent_per_s,omitempty"` // open loop: requests sent per second, first send to last
-	IdleHeapKB  float64         `json:"idle_go_kb_per_stream,omitempty"`
-	IdleRSSKB   float64         `json:"idle_rss_kb_per_stream,omitempty"`
-	PeakRSSMB   float64         `json:"peak_rss_mb"`
-	Warnings    []string        `json:"warnings,omitempty"`
-	Client      json.RawMessage `json:"client,omitempty"`
+	Scenario    string  `json:"scenario"`
+	Streams     int     `json:"streams,omitempty"`
+	RateRPS     float64 `json:"rate_rps,omitempty"`
+	Requests    int     `json:"requests"`
+	Failed      int     `json:"failed"`
+	Tokens      int     `json:"tokens"`
+	WallS       float64 `json:"wall_s"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	CPUSPerMTok float64 `json:"cpu_s_per_mtok,omitempty"`
+	CPUUtil     float64 `json:"cpu_utilization"` // client CPU / (wall × cores)
+	ReqPerS     float64 `json:"requests_per_s,omitempty"`
+	CPUUsPerReq float64 `json:"cpu_us_per_request,omitempty"`
+	ErrP50Ms    float64 `json:"chunk_err_p50_ms,omitempty"`
+	ErrP99Ms    float64 `json:"chunk_err_p99_ms,omitempty"`
+	ErrMaxMs    float64 `json:"chunk_err_max_ms,omitempty"`
+	ErrMinMs    float64 `json:"chunk_err_min_ms,omitempty"`
+	SteadyP99Ms float64 `json:"steady_chunk_err_p99_ms,omitempty"`
+	SteadyFrom  int     `json:"steady_from_chunk,omitempty"` // SteadyP99Ms counts each request's chunks from this one (0-based)
+	Offered     float64 `json:"offered_tokens_per_s,omitempty"`
+	TTFTErrP50  float64 `json:"ttft_err_p50_ms,omitempty"`
+	TTFTErrP99  float64 `json:"ttft_err_p99_ms,omitempty"`
+	QueueP50Ms  float64 `json:"queue_p50_ms,omitempty"`
+	QueueP99Ms  float64 `json:"queue_p99_ms,omitempty"`
+	QueueMaxMs  float64 `json:"queue_max_ms,omitempty"`
+	SentPerS    float64 `json:"sent_per_s,omitempty"` // open loop: requests sent per second, first send to last
+	IdleHeapKB  float64 `json:"idle_go_kb_per_stream,omitempty"`
+	IdleRSSKB   float64 `json:"idle_rss_kb_per_stream,omitempty"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"`
+	// The first scenario: the transport (http, https or h2), the TCP
+	// connections the server accepted during the level, and the TTFT error
+	// (recorded TTFT − true TTFT from the server's instants) of each user's
+	// first request, of its second, and of all; the smallest and largest
+	// true TTFT.
+	Mode          string          `json:"mode,omitempty"`
+	Accepted      int             `json:"accepted_conns,omitempty"`
+	FirstReqErr   *Spread         `json:"ttft_err_first_request,omitempty"`
+	SecondReqErr  *Spread         `json:"ttft_err_second_request,omitempty"`
+	AllReqErr     *Spread         `json:"ttft_err_all_requests,omitempty"`
+	TrueTTFTMinMs float64         `json:"true_ttft_min_ms,omitempty"`
+	TrueTTFTMaxMs float64         `json:"true_ttft_max_ms,omitempty"`
+	Warnings      []string        `json:"warnings,omitempty"`
+	Client        json.RawMessage `json:"client,omitempty"`
+}
+
+// Spread is the distribution of one figure over N requests, in ms.
+type Spread struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+	Min float64 `json:"min_ms"`
+}
+
+// spread sorts v and summarizes it; nil when v is empty.
+func spread(v []float64) *Spread {
+	if len(v) == 0 {
+		return nil
+	}
+	slices.Sort(v)
+	return &Spread{N: len(v), P50: metrics.Percentile(v, 50), P99: metrics.Percentile(v, 99), Max: v[len(v)-1], Min: v[0]}
 }
 
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	levels := fs.String("levels", "1,100,1000,5000", "concurrent streams of the paced scenarios")
-	only := fs.String("only", "", "run one scenario kind: idle, pacing, paced, stress, burst, requests or flat")
+	only := fs.String("only", "", "run one scenario kind: idle, pacing, paced, stress, burst, requests, flat or first")
 	burstLevels := fs.String("burst-levels", "1000", "concurrent streams of the burst scenarios")
 	stressLevels := fs.String("stress-levels", "1000", "concurrent streams of the stress scenarios")
 	requestLevels := fs.String("request-levels", "1,100,1000", "concurrent users of the requests scenarios")
+	firstLevels := fs.String("first-levels", "100,500", "concurrent users of the first scenarios (fresh connections, two requests each)")
+	firstModes := fs.String("first-modes", "http,https,h2", "transports of the first scenarios: http, https (HTTP/1.1 over TLS) and h2 (HTTP/2 over TLS)")
 	server := fs.String("server", "", "fakeserver binary (default: go build ./bench/fakeserver)")
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
@@ -134,17 +172,41 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := startServer(*server, *serverProfile)
+	firsts, err := counts("-first-levels", *firstLevels)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	var modes []string
+	for _, m := range strings.Split(*firstModes, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "http", "https", "h2":
+			modes = append(modes, m)
+		default:
+			return fmt.Errorf("-first-modes: %q is not http, https or h2", m)
+		}
+	}
+	bin, cleanup, err := buildServer(*server)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	tok, err := tokenize.Get("cl100k_base")
 	if err != nil {
 		return err
 	}
-	h := &harness{base: "http://" + srv.addr + "/v1", tok: tok, rxStamp: *rxStamp, offered: *offered, stressOffered: *stressOffered, step: *step}
-	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process), kernel receive stamps %v\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), srv.addr, *rxStamp)
+	h := &harness{tok: tok, rxStamp: *rxStamp, offered: *offered, stressOffered: *stressOffered, step: *step}
+	// The first scenarios start servers of their own; the others share one.
+	where := "servers of its own"
+	if *only != "first" {
+		srv, err := startServer(bin, serverOpts{cpuProfile: *serverProfile})
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		h.base = "http://" + srv.addr + "/v1"
+		where = srv.addr
+	}
+	fmt.Fprintf(stdout, "tokbench harness: GOMAXPROCS=%d NumCPU=%d, server %s (separate process), kernel receive stamps %v\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), where, *rxStamp)
 	var results []Result
 	emit := func(r Result, err error) error {
 		if err != nil {
@@ -209,8 +271,28 @@ func run(args []string, stdout io.Writer) error {
 			}
 		}
 	}
+	if want("first") {
+		for _, mode := range modes {
+			// A server per transport: a fresh process whose connection
+			// count is the client's alone.
+			srv, err := startServer(bin, serverOpts{tls: mode != "http", h2: mode == "h2"})
+			if err != nil {
+				return err
+			}
+			for _, c := range firsts {
+				if err := emit(h.first(srv, mode, c)); err != nil {
+					srv.stop()
+					return err
+				}
+			}
+			srv.stop()
+		}
+	}
 	if *out != "" {
-		b, _ := json.MarshalIndent(results, "", "  ")
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
 		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
@@ -233,6 +315,9 @@ func counts(flag, list string) ([]int, error) {
 
 func printResult(w io.Writer, r Result) {
 	load := fmt.Sprintf("c=%d", r.Streams)
+	if r.Mode != "" {
+		load += " " + r.Mode
+	}
 	if r.RateRPS > 0 {
 		load = fmt.Sprintf("%g req/s", r.RateRPS)
 	}
@@ -253,6 +338,18 @@ func printResult(w io.Writer, r Result) {
 		fmt.Fprintf(w, "  idle: %.1f KB/stream Go memory, %.1f KB/stream RSS", r.IdleHeapKB, r.IdleRSSKB)
 	}
 	fmt.Fprintf(w, "  peak RSS %.0f MB\n", r.PeakRSSMB)
+	if r.Mode != "" {
+		fmt.Fprintf(w, "        %d connections accepted, true TTFT %.2f–%.2f ms; TTFT error (recorded − true):", r.Accepted, r.TrueTTFTMinMs, r.TrueTTFTMaxMs)
+		for _, g := range []struct {
+			name string
+			s    *Spread
+		}{{"1st request", r.FirstReqErr}, {"2nd request", r.SecondReqErr}, {"all", r.AllReqErr}} {
+			if g.s != nil {
+				fmt.Fprintf(w, "  %s (%d) p50 %.3f p99 %.3f max %.3f min %.3f ms", g.name, g.s.N, g.s.P50, g.s.P99, g.s.Max, g.s.Min)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	if len(r.Client) > 0 {
 		fmt.Fprintf(w, "        client self-check %s\n", r.Client)
 	}
@@ -262,7 +359,7 @@ func printResult(w io.Writer, r Result) {
 }
 
 type harness struct {
-	base          string
+	base          string // the shared server's, for every scenario but first
 	tok           tokenize.Tokenizer
 	rxStamp       bool
 	offered       float64 // tokens/s the paced and burst streams offer in all (at most 500 per stream)
@@ -288,9 +385,11 @@ func (s source) Request(int) (*api.Request, int) {
 
 // stampAdapter is the OpenAI adapter plus the harness's measurement: after
 // a stream is decoded, each chunk's text " t<unix ns>" gives the server's
-// send instant, compared with the chunk's recorded arrival. The text is then
-// replaced by an ordinary word, so the runner's token counting sees what a
-// real stream gives it (repeating short words) rather than unique numbers.
+// send instant, compared with the chunk's recorded arrival; the first
+// chunk's " t<ns> r<ns>" also gives the request's arrival at the server.
+// The text is then replaced by an ordinary word, so the runner's token
+// counting sees what a real stream gives it (repeating short words) rather
+// than unique numbers.
 type stampAdapter struct {
 	api.OpenAI
 	mu         sync.Mutex
@@ -300,6 +399,32 @@ type stampAdapter struct {
 	steadyFrom int
 	first      []float64 // ms, the first token chunk of each request
 	bad        int
+	// truth holds, by the response's Start (unix ns), each answer's true
+	// TTFT from the server's instants (first chunk sent − request
+	// arrived) beside the TTFT the client records for it, so that the
+	// first scenario can pair them with the level's records afterwards.
+	truth map[int64][]firstTruth
+}
+
+// firstTruth is one answer's TTFT: as the record gives it (first chunk's
+// recorded arrival − Start, as load.Record computes it) and as the server's
+// instants give it, in ms.
+type firstTruth struct{ recorded, truth float64 }
+
+// parseStamp reads a chunk's " t<send ns>", or " t<send ns> r<arrival ns>"
+// when first (arrival 0 when the r part is absent).
+func parseStamp(text string, first bool) (sent, arrival int64, err error) {
+	s := strings.TrimPrefix(text, " t")
+	if first {
+		if st, r, ok := strings.Cut(s, " r"); ok {
+			if arrival, err = strconv.ParseInt(r, 10, 64); err != nil {
+				return 0, 0, err
+			}
+			s = st
+		}
+	}
+	sent, err = strconv.ParseInt(s, 10, 64)
+	return sent, arrival, err
 }
 
 func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
@@ -308,7 +433,7 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 	defer a.mu.Unlock()
 	for i := range resp.Chunks {
 		c := &resp.Chunks[i]
-		sent, err := strconv.ParseInt(strings.TrimPrefix(c.Text, " t"), 10, 64)
+		sent, arrival, err := parseStamp(c.Text, i == 0)
 		c.Text = " the"
 		if err != nil {
 			a.bad++
@@ -316,6 +441,16 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 		}
 		if !a.collect {
 			continue
+		}
+		if i == 0 && arrival > 0 {
+			if a.truth == nil {
+				a.truth = make(map[int64][]firstTruth)
+			}
+			k := resp.Start.UnixNano()
+			a.truth[k] = append(a.truth[k], firstTruth{
+				recorded: float64(c.At.Sub(resp.Start)) / float64(time.Millisecond),
+				truth:    float64(sent-arrival) / 1e6,
+			})
 		}
 		e := float64(c.At.UnixNano()-sent) / 1e6
 		a.errs = append(a.errs, e)
@@ -329,17 +464,28 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 }
 
 func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
-	tr := wire.NewTransport() // what tokbench bench measures with
+	tr := h.transport()
+	r, ad := h.runnerOn(tr, h.base, collect)
+	return r, ad, tr.CloseIdleConnections
+}
+
+// transport is a new transport as tokbench bench measures with.
+func (h *harness) transport() *wire.Transport {
+	tr := wire.NewTransport()
 	if !h.rxStamp {
 		tr.Fallback.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
+	return tr
+}
+
+func (h *harness) runnerOn(tr http.RoundTripper, base string, collect bool) (*load.Runner, *stampAdapter) {
 	ad := &stampAdapter{OpenAI: api.OpenAI{Chat: true}, collect: collect}
 	r := &load.Runner{
-		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: ad, BaseURL: h.base},
+		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: ad, BaseURL: base},
 		Tokenizer: h.tok,
 		Timeout:   2 * time.Minute,
 	}
-	return r, ad, tr.CloseIdleConnections
+	return r, ad
 }
 
 // level runs one level and fills the common figures.
@@ -483,6 +629,157 @@ func (h *harness) flat(c int) (Result, error) {
 	return out, err
 }
 
+// first: c closed-loop users on a fresh transport, with no warm-up, all
+// starting at the same instant, two short answers each (8 tokens, the first
+// 100 ms after the request, then one every 5 ms), over mode: http
+// (tokbench's own HTTP/1.1 connections), https (HTTP/1.1 over TLS) or h2
+// (HTTP/2 over TLS), each against a server process of its own (srv). Every
+// user's first request opens a connection (the dial, and the TLS
+// handshake), as a real run's first requests do; its second should find
+// that connection open. The truth is the server's: the request's arrival
+// (the kernel receive stamp of its last byte) and the first chunk's send
+// instant, both carried in the first chunk. The TTFT error of a request is
+// its record's TTFT − (send − arrival): the request's way to the server
+// after the client's t0 (whatever of connection set-up, writing and the
+// kernel the t0 leaves inside the TTFT) plus the first chunk's way back
+// (the same as the paced TTFT error).
+func (h *harness) first(srv *serverProc, mode string, c int) (Result, error) {
+	tr := h.transport()
+	scheme := "http"
+	if mode != "http" {
+		scheme = "https"
+		tr.Fallback.TLSClientConfig = &tls.Config{RootCAs: srv.roots}
+	}
+	if mode == "h2" {
+		tr.HTTP2 = true
+	}
+	defer tr.CloseIdleConnections()
+	r, ad := h.runnerOn(tr, scheme+"://"+srv.addr+"/v1", true)
+	before, err := srv.stats()
+	if err != nil {
+		return Result{}, err
+	}
+	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: 2 * c}
+	src := source{tokens: 8, ttft: 100 * time.Millisecond, gap: 5 * time.Millisecond, burst: 1}
+	out, res, err := h.level("first", r, lv, src)
+	if err != nil {
+		return out, err
+	}
+	after, err := srv.stats()
+	if err != nil {
+		return out, err
+	}
+	out.Mode = mode
+	// Each stats call opens a connection of its own, counted in what it
+	// returns: the level's are those between the two, less the second's.
+	out.Accepted = after.Accepted - before.Accepted - 1
+	if n := after.Requests - before.Requests; n != out.Requests {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the server read %d requests, the client sent %d", n, out.Requests))
+	}
+	if n := after.H2Requests - before.H2Requests; mode == "h2" && n != out.Requests || mode != "h2" && n != 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d requests came to the server over HTTP/2", n, out.Requests))
+	}
+	if ad.bad > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d chunks without a send stamp", ad.bad))
+	}
+
+	// Pair each record with its answer's truth (by Start, the same
+	// time.Time in both; several answers of one Start instant by their
+	// recorded TTFT).
+	type request struct {
+		start       time.Time
+		doneMs      float64
+		has         bool
+		err, truth  float64
+		recMismatch bool
+	}
+	reqs := make([]request, 0, len(res.Records))
+	var unmatched, mismatched int
+	for _, rec := range res.Records {
+		q := request{start: rec.Start, doneMs: rec.DoneMs}
+		if k := rec.Start.UnixNano(); rec.OK {
+			ts := ad.truth[k]
+			if len(ts) == 0 {
+				unmatched++
+			} else {
+				j := 0
+				for i := range ts {
+					if math.Abs(ts[i].recorded-rec.TTFTMs) < math.Abs(ts[j].recorded-rec.TTFTMs) {
+						j = i
+					}
+				}
+				if math.Abs(ts[j].recorded-rec.TTFTMs) > 1e-6 {
+					mismatched++
+				}
+				q.has, q.truth, q.err = true, ts[j].truth, rec.TTFTMs-ts[j].truth
+				ad.truth[k] = slices.Delete(ts, j, j+1)
+			}
+		}
+		reqs = append(reqs, q)
+	}
+	if unmatched > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d answers without the server's arrival instant in their first chunk", unmatched))
+	}
+	if mismatched > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d answers whose record's TTFT is not the one their first chunk gave", mismatched))
+	}
+
+	// Which request of its user each one is. The runner does not say, but
+	// a closed loop has an order that does: a user sends its next request
+	// only after its previous one ended, so a user's k-th request starts at
+	// least k−1 shortest requests (DoneMs, t0 to the end of the response)
+	// after the level's first start. Sorted by start, then, the first c
+	// requests are exactly the users' first ones when the c-th started
+	// within one shortest request of the first (every user has sent its
+	// first request before any sends a second), and the rest are exactly
+	// the second ones when the last started within two (no user got to a
+	// third and left another with one). Both hold by a wide margin here:
+	// c users start at one instant and a request takes over 135 ms. When
+	// they do not, the split is by start order and the result says so.
+	slices.SortFunc(reqs, func(a, b request) int { return a.start.Compare(b.start) })
+	if len(reqs) == 2*c {
+		shortest := math.Inf(1)
+		for _, q := range reqs {
+			shortest = min(shortest, q.doneMs)
+		}
+		t0 := reqs[0].start
+		if spreadMs := float64(reqs[c-1].start.Sub(t0)) / 1e6; spreadMs >= shortest {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("first requests by start order: the %d-th request started %.1f ms after the first, more than the shortest request (%.1f ms)", c, spreadMs, shortest))
+		}
+		if spreadMs := float64(reqs[2*c-1].start.Sub(t0)) / 1e6; spreadMs >= 2*shortest {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("second requests by start order: the last request started %.1f ms after the first, more than two shortest requests (%.1f ms)", spreadMs, 2*shortest))
+		}
+	} else {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d records for %d users × 2 requests: first and second requests by start order", len(reqs), c))
+	}
+	var firstErr, secondErr, allErr, truths []float64
+	nonFinite := 0
+	for i, q := range reqs {
+		if !q.has {
+			continue
+		}
+		if math.IsNaN(q.err) || math.IsInf(q.err, 0) || math.IsNaN(q.truth) || math.IsInf(q.truth, 0) {
+			nonFinite++
+			continue
+		}
+		allErr = append(allErr, q.err)
+		truths = append(truths, q.truth)
+		if i < c {
+			firstErr = append(firstErr, q.err)
+		} else {
+			secondErr = append(secondErr, q.err)
+		}
+	}
+	if nonFinite > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d requests whose TTFT error is not a finite number", nonFinite))
+	}
+	out.FirstReqErr, out.SecondReqErr, out.AllReqErr = spread(firstErr), spread(secondErr), spread(allErr)
+	if t := spread(truths); t != nil {
+		out.TrueTTFTMinMs, out.TrueTTFTMaxMs = t.Min, t.Max
+	}
+	return out, nil
+}
+
 // idle: n streams whose server holds back the first token for 3 s; the
 // client's memory is sampled once all are open and waiting.
 func (h *harness) idle(n int) (Result, error) {
@@ -608,33 +905,61 @@ func raiseFileLimit() {
 }
 
 type serverProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	addr  string
-	dir   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	addr   string
+	scheme string         // http, or https with -tls and -h2
+	roots  *x509.CertPool // https: the server's certificate, to trust
+	dir    string
 }
 
-// startServer builds (unless given) and starts the fake server, and waits
-// for its address.
-func startServer(bin, cpuProfile string) (*serverProc, error) {
-	p := &serverProc{}
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "tokbench-harness-")
+// buildServer builds the fake server unless bin names one; cleanup
+// removes what it built.
+func buildServer(bin string) (path string, cleanup func(), err error) {
+	if bin != "" {
+		return bin, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "tokbench-harness-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin = filepath.Join(dir, "fakeserver")
+	build := exec.Command("go", "build", "-o", bin, "github.com/tokbench/tokbench/bench/fakeserver")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build fakeserver: %w", err)
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+// serverOpts are a fake server's flags.
+type serverOpts struct {
+	cpuProfile string
+	tls        bool // HTTPS, HTTP/1.1 only (-tls)
+	h2         bool // HTTPS through net/http's server, HTTP/2 and HTTP/1.1 (-h2)
+}
+
+// startServer starts the fake server bin, and waits for its address (and
+// with TLS reads the certificate it made).
+func startServer(bin string, o serverOpts) (*serverProc, error) {
+	p := &serverProc{scheme: "http"}
+	args := []string{"-addr", "127.0.0.1:0", "-max", "15m"}
+	if o.cpuProfile != "" {
+		args = append(args, "-cpuprofile", o.cpuProfile)
+	}
+	var certFile string
+	if o.tls || o.h2 {
+		dir, err := os.MkdirTemp("", "tokbench-harness-cert-")
 		if err != nil {
 			return nil, err
 		}
-		p.dir = dir
-		bin = filepath.Join(dir, "fakeserver")
-		build := exec.Command("go", "build", "-o", bin, "github.com/tokbench/tokbench/bench/fakeserver")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("build fakeserver: %w", err)
+		p.dir, p.scheme = dir, "https"
+		certFile = filepath.Join(dir, "cert.pem")
+		args = append(args, "-tls", "-cert-out", certFile)
+		if o.h2 {
+			args = append(args, "-h2")
 		}
-	}
-	args := []string{"-addr", "127.0.0.1:0", "-max", "15m"}
-	if cpuProfile != "" {
-		args = append(args, "-cpuprofile", cpuProfile)
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stderr = os.Stderr
@@ -647,6 +972,9 @@ func startServer(bin, cpuProfile string) (*serverProc, error) {
 		return nil, err
 	}
 	if err := p.cmd.Start(); err != nil {
+		if p.dir != "" {
+			os.RemoveAll(p.dir)
+		}
 		return nil, fmt.Errorf("start fakeserver: %w", err)
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -656,7 +984,40 @@ func startServer(bin, cpuProfile string) (*serverProc, error) {
 		return nil, errors.New("fakeserver did not report its address")
 	}
 	p.addr = addr
+	if certFile != "" {
+		pemCert, err := os.ReadFile(certFile)
+		p.roots = x509.NewCertPool()
+		if err != nil || !p.roots.AppendCertsFromPEM(pemCert) {
+			p.stop()
+			return nil, fmt.Errorf("fakeserver's certificate: %v", err)
+		}
+	}
 	return p, nil
+}
+
+// serverStats is the fake server's GET /stats: counts since it started.
+type serverStats struct {
+	Accepted   int `json:"accepted"`    // TCP connections
+	Requests   int `json:"requests"`    // completion requests
+	H2Requests int `json:"h2_requests"` // of those, over HTTP/2
+}
+
+// stats reads the server's counts over a connection of its own, closed
+// after the answer (HTTP/1.1, no keep-alive): every call adds one accepted
+// connection, its own, which the count it returns includes.
+func (p *serverProc) stats() (serverStats, error) {
+	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: p.roots}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(p.scheme + "://" + p.addr + "/stats")
+	if err != nil {
+		return serverStats{}, fmt.Errorf("fakeserver stats: %w", err)
+	}
+	defer resp.Body.Close()
+	var st serverStats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != http.StatusOK {
+		return serverStats{}, fmt.Errorf("fakeserver stats: HTTP %d, %v", resp.StatusCode, err)
+	}
+	return st, nil
 }
 
 func (p *serverProc) stop() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -67,6 +68,96 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 			if r.Requests != 2000 || r.Tokens != 2000 || r.ReqPerS <= 0 || r.CPUUsPerReq <= 0 {
 				t.Errorf("requests: %+v", r)
 			}
+		}
+	}
+}
+
+// TestHarnessFirst runs the first scenario small: 4 users on a fresh
+// transport, two requests each, over plain HTTP and over HTTPS, each mode
+// against a fake server process of its own. Every request must complete;
+// the server must have accepted one connection per user (the second
+// request of each user reuses its first one's), not one per request; and
+// every TTFT error must be a finite number, with the true TTFT (the
+// server's send instant of the first chunk − its receive stamp of the
+// request) at least the 100 ms the server was told to wait.
+func TestHarnessFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the fake server")
+	}
+	out := filepath.Join(t.TempDir(), "results.json")
+	var stdout bytes.Buffer
+	if err := run([]string{"-only", "first", "-first-levels", "4", "-first-modes", "http,https", "-json", out}, &stdout); err != nil {
+		t.Fatalf("harness -only first: %v\n%s", err, stdout.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []Result
+	if err := json.Unmarshal(b, &res); err != nil || len(res) != 2 {
+		t.Fatalf("results: %v %s", err, b)
+	}
+	for i, mode := range []string{"http", "https"} {
+		r := res[i]
+		r.Client = nil
+		t.Logf("%s: %+v first %+v second %+v all %+v", mode, r, r.FirstReqErr, r.SecondReqErr, r.AllReqErr)
+		if r.Scenario != "first" || r.Mode != mode || r.Streams != 4 {
+			t.Errorf("result %d: scenario %q mode %q c=%d; want first, %s, 4", i, r.Scenario, r.Mode, r.Streams, mode)
+		}
+		if r.Requests != 8 || r.Failed != 0 || r.Tokens != 8*8 {
+			t.Errorf("%s: %d requests, %d failed, %d tokens; want 8, 0, 64 (%q)", mode, r.Requests, r.Failed, r.Tokens, r.Warnings)
+		}
+		if r.Accepted != 4 {
+			t.Errorf("%s: the server accepted %d connections for 4 users × 2 requests; want 4, one per user", mode, r.Accepted)
+		}
+		for _, g := range []struct {
+			name string
+			s    *Spread
+			n    int
+		}{{"first requests", r.FirstReqErr, 4}, {"second requests", r.SecondReqErr, 4}, {"all requests", r.AllReqErr, 8}} {
+			if g.s == nil || g.s.N != g.n {
+				t.Errorf("%s: TTFT error of %s: %+v; want %d requests", mode, g.name, g.s, g.n)
+				continue
+			}
+			for _, v := range []float64{g.s.P50, g.s.P99, g.s.Max, g.s.Min} {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Errorf("%s: TTFT error of %s: %+v is not finite", mode, g.name, g.s)
+				}
+			}
+			// Recorded minus true is the request's way to the server and
+			// the first chunk's way back: never negative beyond clock noise.
+			if g.s.Min < -0.1 {
+				t.Errorf("%s: TTFT error of %s: min %.3f ms; the client recorded a TTFT shorter than the server's", mode, g.name, g.s.Min)
+			}
+		}
+		if r.TrueTTFTMinMs < 100 || r.TrueTTFTMaxMs < r.TrueTTFTMinMs {
+			t.Errorf("%s: true TTFT %.3f–%.3f ms; want at least the server's 100 ms", mode, r.TrueTTFTMinMs, r.TrueTTFTMaxMs)
+		}
+		if len(r.Warnings) > 0 {
+			t.Errorf("%s: warnings %q", mode, r.Warnings)
+		}
+	}
+}
+
+// TestParseStamp: the first chunk may carry the request's arrival, the
+// others only their send instant.
+func TestParseStamp(t *testing.T) {
+	for _, c := range []struct {
+		text          string
+		first         bool
+		sent, arrival int64
+		ok            bool
+	}{
+		{" t1764444444123456789", false, 1764444444123456789, 0, true},
+		{" t1764444444123456789", true, 1764444444123456789, 0, true},
+		{" t1764444444123456789 r1764444444023456789", true, 1764444444123456789, 1764444444023456789, true},
+		{" t1764444444123456789 r1764444444023456789", false, 0, 0, false},
+		{" t1764444444123456789 rx", true, 0, 0, false},
+		{" the", true, 0, 0, false},
+	} {
+		sent, arrival, err := parseStamp(c.text, c.first)
+		if (err == nil) != c.ok || c.ok && (sent != c.sent || arrival != c.arrival) {
+			t.Errorf("parseStamp(%q, %v) = %d, %d, %v; want %d, %d, ok %v", c.text, c.first, sent, arrival, err, c.sent, c.arrival, c.ok)
 		}
 	}
 }
