@@ -167,11 +167,13 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
 	res.Level.Client = health
-	if !r.Cold {
-		if res.Level.Connections == nil {
-			res.Level.Connections = &metrics.Connections{}
+	if c := res.Level.Connections; c != nil || !r.Cold {
+		if c == nil {
+			c = &metrics.Connections{}
+			res.Level.Connections = c
 		}
-		res.Level.Connections.Preopened = preopened
+		c.Preopened = preopened
+		c.SetupInTTFT = r.Client.CountSetup
 	}
 	if preErr != nil && ctx.Err() == nil {
 		res.Level.Warnings = append(res.Level.Warnings, fmt.Sprintf(

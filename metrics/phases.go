@@ -40,11 +40,14 @@ type Phases struct {
 // protocols the requests ran over ("HTTP/1.1", "TLS 1.3"; several joined
 // by commas).
 type Connections struct {
-	Preopened  int    `json:"preopened"`
-	Opened     int    `json:"opened"`
-	Reconnects int    `json:"reconnects,omitempty"`
-	HTTP       string `json:"http,omitempty"`
-	TLS        string `json:"tls,omitempty"`
+	Preopened  int `json:"preopened"`
+	Opened     int `json:"opened"`
+	Reconnects int `json:"reconnects,omitempty"`
+	// SetupInTTFT is true when the requests' clocks started before their
+	// connection set-up (--connections cold).
+	SetupInTTFT bool   `json:"setup_in_ttft,omitempty"`
+	HTTP        string `json:"http,omitempty"`
+	TLS         string `json:"tls,omitempty"`
 	// ConnWaitMs, WriteMs and FirstByteMs are over every request that got
 	// a connection; SetupMs (connection wait of the requests that opened
 	// one), ConnectMs and TLSMs over those that opened one.
@@ -126,4 +129,26 @@ func joinKeys(m map[string]bool) string {
 	}
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")
+}
+
+// Note is a one-line account of the connections a level opened while it
+// ran, for the terminal; empty when it opened none.
+func (c *Connections) Note() string {
+	if c == nil || c.Opened == 0 || c.SetupMs == nil {
+		return ""
+	}
+	where := "outside TTFT"
+	if c.SetupInTTFT {
+		where = "counted in TTFT (--connections cold)"
+	}
+	tlsPart := ""
+	if c.TLSMs != nil {
+		tlsPart = fmt.Sprintf(", TLS handshake p50 %.3g ms", c.TLSMs.P50)
+	}
+	re := ""
+	if c.Reconnects > 0 {
+		re = fmt.Sprintf("; %d requests sent again on a new connection", c.Reconnects)
+	}
+	return fmt.Sprintf("%d connections opened by requests during the level (set-up p50 %.3g ms, max %.3g ms%s), %s; %d opened before it%s",
+		c.Opened, c.SetupMs.P50, c.SetupMs.Max, tlsPart, where, c.Preopened, re)
 }

@@ -72,6 +72,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, fmt.Sprintf("%s: median of %d runs; TTFT p50 %.4g–%.4g ms, decode TPS p50 %.4g–%.4g, output %.4g–%.4g tok/s",
 				lv.Load, r.Runs, sp["ttft_p50"][0], sp["ttft_p50"][1], sp["decode_tps_p50"][0], sp["decode_tps_p50"][1], sp["output_tps"][0], sp["output_tps"][1]))
 		}
+		if n := lv.Connections.Note(); n != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
+		}
 		if c := lv.ChainMs; c != nil {
 			notes = append(notes, fmt.Sprintf("%s: agent chain wall-clock p50 %.4g s, p95 %.4g s over %d chains", lv.Load, c.P50/1000, c.P95/1000, c.Count))
 		}

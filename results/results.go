@@ -45,6 +45,21 @@ type Run struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// Config is the full effective configuration, secrets removed.
 	Config map[string]any `json:"config"`
+	// Transport is what the run measured with, written when it ends.
+	Transport *Transport `json:"transport,omitempty"`
+}
+
+// Transport is what a run measured with: Client is "tokbench" (its own
+// HTTP/1.1 connections, kernel receive stamps) or "net/http" (HTTP/2, a
+// proxy); HTTP and TLS are the protocol versions the answers came over
+// ("HTTP/1.1", "TLS 1.3"; several joined by commas); Connections is
+// "warm" (opened before each level) or "cold" (opened by the requests,
+// set-up in TTFT).
+type Transport struct {
+	Client      string `json:"client"`
+	HTTP        string `json:"http,omitempty"`
+	TLS         string `json:"tls,omitempty"`
+	Connections string `json:"connections"`
 }
 
 // Writer writes one run directory. Its methods are safe for concurrent use.

@@ -183,6 +183,12 @@ func (t *Transport) fallback() *http.Transport {
 	return t.Fallback
 }
 
+// Runs reports whether requests to u run on Transport's own connections
+// (rather than through Fallback).
+func (t *Transport) Runs(u *url.URL) bool {
+	return t.handles(&http.Request{Method: http.MethodPost, URL: u, Header: http.Header{}})
+}
+
 // handles reports whether the request is one for Transport's own
 // connections: HTTP or HTTPS, not HTTP/2, no proxy, a body of known
 // length, no 100-continue.
@@ -376,8 +382,7 @@ func (t *Transport) tlsConfig(host string) *tls.Config {
 // run itself (HTTP2, a proxy) are net/http's to connect: it opens none for
 // them. It returns how many it opened, and the first error.
 func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, error) {
-	probe := &http.Request{Method: http.MethodGet, URL: u, Header: http.Header{}}
-	if !t.handles(probe) {
+	if !t.Runs(u) {
 		return 0, nil
 	}
 	o := originOf(u)

@@ -21,7 +21,6 @@ import (
 	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/sim"
 	"github.com/tokbench/tokbench/tokenize"
-	"github.com/tokbench/tokbench/wire"
 )
 
 type benchFlags struct {
@@ -299,7 +298,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		fmt.Fprintf(env.Stderr, "tokbench: no --url given: benchmarking the embedded SIMULATED server (%s) at %s\n", emb.desc, emb.url)
 	}
 
-	httpClient := &http.Client{Transport: f.nf.transport()}
+	transport := f.nf.transport()
+	httpClient := &http.Client{Transport: transport}
 	defer httpClient.CloseIdleConnections()
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
@@ -336,20 +336,23 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	client := &api.Client{
 		HTTP: httpClient, Adapter: plan.adapter, BaseURL: baseURL,
 		Header: plan.header, Secrets: plan.secrets, StallTimeout: f.stallTimeout,
+		CountSetup: f.nf.cold(),
 	}
 	var sinkErr error
+	var run results.Run
 	runner := &load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout, Grace: f.grace,
-		Retry: f.nf.retry, MaxErrorRate: f.nf.maxErrorRate}
+		Retry: f.nf.retry, MaxErrorRate: f.nf.maxErrorRate, Cold: f.nf.cold()}
 	if w != nil {
 		runner.Sink = func(rec metrics.Record) {
 			if err := w.Append(rec); err != nil && sinkErr == nil {
 				sinkErr = err
 			}
 		}
-		if err := w.WriteRun(results.Run{
+		run = results.Run{
 			Tool: "tokbench", Version: Version, StartedAt: time.Now().UTC(),
 			Target: target, Meta: plan.withModelLen(plan.withFacts(f.meta())), Config: plan.withDetection(f.config(plan)),
-		}); err != nil {
+		}
+		if err := w.WriteRun(run); err != nil {
 			return usagef("--out: %v", err)
 		}
 	}
@@ -397,6 +400,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		summary.Warnings = append(summary.Warnings, "writing requests.jsonl failed: "+sinkErr.Error())
 	}
 	if w != nil {
+		// run.json again, now with what the run measured with.
+		run.Transport = f.nf.measuredTransport(transport, baseURL, summary.Levels)
+		if err := w.WriteRun(run); err != nil {
+			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+		}
 		if err := w.WriteSummary(summary); err != nil {
 			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
 		} else if err := writeReportHTML(w.Dir()); err != nil {
@@ -472,8 +480,6 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 	}
 	s.delta = api.MetricsSnapshot{}
 }
-
-func newTransport() *wire.Transport { return wire.NewTransport() }
 
 // withModelLen records the max_model_len of the model list in run.json meta
 // as server_max_context and model_context_length, unless detection did.
@@ -569,6 +575,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "continuous_usage": p.continuousUsage(), "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
 		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "load": f.lf.describe(),
+		"http2": f.nf.http2, "connections": f.nf.connections,
 		"shard":   f.lf.shardSpec,
 		"prompts": f.wl.describe(),
 	}

@@ -3,10 +3,14 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net/url"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/wire"
 )
 
@@ -18,6 +22,8 @@ type netFlags struct {
 	retry        int
 	maxErrorRate float64
 	metricsAddr  string
+	http2        bool
+	connections  string
 
 	tls *tls.Config
 }
@@ -28,6 +34,8 @@ func (n *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&n.apiKeyFile, "api-key-file", "", "file holding the API key (sent as a Bearer token; overrides --api-key-env)")
 	fl.IntVar(&n.retry, "retry", 0, "retry requests that fail before their first token (429, 5xx, refused or reset) up to N times; retries are recorded, never counted as extra requests")
 	fl.StringVar(&n.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of the run on this address, e.g. 127.0.0.1:9090 (/metrics)")
+	fl.BoolVar(&n.http2, "http2", false, "speak HTTP/2 (ALPN over TLS, prior knowledge over plain HTTP) through Go's net/http; chunks are then stamped when read, not by the kernel. Default: HTTP/1.1, as the OpenAI and Anthropic SDKs speak")
+	fl.StringVar(&n.connections, "connections", "warm", "warm: open every user's connection (TCP, TLS) before a level's clock starts, so TTFT counts from the request's write; cold: each user's first request opens its own and TTFT counts its set-up (first contact)")
 	fl.Float64Var(&n.maxErrorRate, "max-error-rate", 0, "abort a level once more than this share of its requests failed (after 10), e.g. 0.5; 0 never")
 }
 
@@ -39,6 +47,8 @@ func (n *netFlags) validate() (string, error) {
 		return "", usagef("--retry: must be 0 or more, got %d", n.retry)
 	case n.maxErrorRate < 0 || n.maxErrorRate > 1:
 		return "", usagef("--max-error-rate: must be between 0 and 1, got %g", n.maxErrorRate)
+	case n.connections != "warm" && n.connections != "cold":
+		return "", usagef("--connections: want warm or cold, got %q", n.connections)
 	}
 	if n.insecure || n.caCert != "" {
 		n.tls = &tls.Config{InsecureSkipVerify: n.insecure} //nolint:gosec // the user asked for it
@@ -74,9 +84,47 @@ func (n *netFlags) validate() (string, error) {
 
 // transport is the HTTP transport for the run.
 func (n *netFlags) transport() *wire.Transport {
-	t := newTransport()
+	t := wire.NewTransport()
 	if n.tls != nil {
 		t.Fallback.TLSClientConfig = n.tls
 	}
+	t.HTTP2 = n.http2
 	return t
+}
+
+// cold reports whether --connections cold asks for first contact.
+func (n *netFlags) cold() bool { return n.connections == "cold" }
+
+// measuredTransport is run.json's account of what the run measured with:
+// the client path for the target, the protocol versions the levels' answers
+// came over, and the connection policy.
+func (n *netFlags) measuredTransport(t *wire.Transport, target string, levels []metrics.Level) *results.Transport {
+	out := &results.Transport{Client: "tokbench", Connections: n.connections}
+	if u, err := url.Parse(target); err == nil && !t.Runs(u) {
+		out.Client = "net/http"
+	}
+	httpV, tlsV := map[string]bool{}, map[string]bool{}
+	for _, lv := range levels {
+		if c := lv.Connections; c != nil {
+			for _, v := range strings.Split(c.HTTP, ", ") {
+				httpV[v] = v != ""
+			}
+			for _, v := range strings.Split(c.TLS, ", ") {
+				tlsV[v] = v != ""
+			}
+		}
+	}
+	out.HTTP, out.TLS = trueKeys(httpV), trueKeys(tlsV)
+	return out
+}
+
+func trueKeys(m map[string]bool) string {
+	var keys []string
+	for k, ok := range m {
+		if ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
 }
