@@ -378,10 +378,14 @@ func (t *Transport) tlsConfig(host string) *tls.Config {
 
 // Preconnect opens connections to the origin of u (TCP, and for HTTPS the
 // TLS handshake) until at least n are idle there, so that the requests that
-// follow find them open and pay for no set-up. Requests Transport does not
-// run itself (HTTP2, a proxy) are net/http's to connect: it opens none for
-// them. It returns how many it opened, and the first error.
+// follow find them open and pay for no set-up. With HTTP2 it sends one HEAD
+// request to u through net/http, which leaves its connection open for the
+// streams to share. Proxied requests are net/http's to connect: it opens
+// none for them. It returns how many it opened, and the first error.
 func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, error) {
+	if t.HTTP2 {
+		return t.preconnectHTTP2(ctx, u)
+	}
 	if !t.Runs(u) {
 		return 0, nil
 	}
@@ -426,6 +430,29 @@ func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, err
 		first = ctx.Err()
 	}
 	return opened, first
+}
+
+// preconnectHTTP2 opens the HTTP/2 connection to u's origin with a HEAD
+// request (any answer will do), unless one is open already.
+func (t *Transport) preconnectHTTP2(ctx context.Context, u *url.URL) (int, error) {
+	opened := 0
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) {
+			if !i.Reused {
+				opened = 1
+			}
+		},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.String(), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := t.fallback().RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return opened, nil
 }
 
 // preconnectParallel bounds the dials Preconnect runs at once: enough to

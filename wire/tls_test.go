@@ -295,3 +295,33 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 		t.Errorf("%d connections, want 2", got)
 	}
 }
+
+// TestPreconnectHTTP2: with HTTP2, Preconnect opens the one connection the
+// streams then share; a second call finds it open.
+func TestPreconnectHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(sseHandler))
+	srv.EnableHTTP2 = true
+	conns := countingServer(t, srv, true)
+	tr := trusting(srv)
+	tr.HTTP2 = true
+	defer tr.CloseIdleConnections()
+	u, _ := url.Parse(srv.URL + "/v1")
+	if n, err := tr.Preconnect(context.Background(), u, 8); n != 1 || err != nil {
+		t.Fatalf("Preconnect = %d, %v; want 1, nil", n, err)
+	}
+	if n, err := tr.Preconnect(context.Background(), u, 8); n != 0 || err != nil {
+		t.Fatalf("second Preconnect = %d, %v; want 0, nil", n, err)
+	}
+	client := &http.Client{Transport: tr}
+	for range 3 {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(`{}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readToDone(t, resp)
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d connections, want the one Preconnect opened", got)
+	}
+}

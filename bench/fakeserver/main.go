@@ -75,6 +75,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	useTLS := flag.Bool("tls", false, "serve HTTPS (HTTP/1.1 only) with a self-signed certificate made at start-up")
 	useH2 := flag.Bool("h2", false, "serve HTTPS with HTTP/2 and HTTP/1.1 through net/http's server (implies -tls)")
+	flag.DurationVar(&defaultTTFT, "ttft", 0, "first token this long after a request whose body sets no bench.ttft_us (a plain client such as tokbench bench)")
+	flag.DurationVar(&defaultGap, "gap", 0, "gap between chunks for a request whose body sets no bench.gap_us")
 	certOut := flag.String("cert-out", "", "with -tls or -h2: write the certificate (PEM) to this file, for the client to trust")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -248,8 +250,15 @@ func (s *server) arrival(tcp net.Conn) int64 {
 	return time.Now().UnixNano()
 }
 
+// defaultTTFT and defaultGap (-ttft, -gap) pace requests whose body does
+// not say how.
+var defaultTTFT, defaultGap time.Duration
+
 // newStream schedules the answer to a request read now.
 func newStream(b body, arrival int64) *stream {
+	if b.Bench.TTFTUs == 0 && b.Bench.GapUs == 0 {
+		b.Bench.TTFTUs, b.Bench.GapUs = defaultTTFT.Microseconds(), defaultGap.Microseconds()
+	}
 	if b.MaxTokens <= 0 {
 		b.MaxTokens = 64
 	}
@@ -410,14 +419,23 @@ const (
 // events appends the stream's next burst of token chunks (and the end of
 // the answer after the last one) as SSE events, each token chunk stamped
 // with the instant taken here, right before the write that carries them;
-// the answer's first token chunk also carries the request's arrival.
+// the answer's first token chunk also carries the request's arrival, in
+// its text and in its id.
 func (st *stream) events(b []byte) []byte {
 	n := min(st.burst, st.remaining)
 	first := st.remaining == st.tokens
 	st.remaining -= n
 	sent := time.Now().UnixNano()
 	for i := range n {
-		b = append(b, chunkHead...)
+		if first && i == 0 {
+			// The answer's id names the request (its arrival), so that a
+			// record (response_id) and its stream in a packet capture match.
+			b = append(b, `data: {"id":"chatcmpl-r`...)
+			b = strconv.AppendInt(b, st.arrival, 10)
+			b = append(b, chunkHead[len(`data: {"id":"chatcmpl-bench`):]...)
+		} else {
+			b = append(b, chunkHead...)
+		}
 		b = strconv.AppendInt(b, sent, 10)
 		if first && i == 0 {
 			b = append(b, " r"...)

@@ -129,7 +129,7 @@ func run(args []string, stdout io.Writer) error {
 	stressLevels := fs.String("stress-levels", "1000", "concurrent streams of the stress scenarios")
 	requestLevels := fs.String("request-levels", "1,100,1000", "concurrent users of the requests scenarios")
 	firstLevels := fs.String("first-levels", "100,500", "concurrent users of the first scenarios (fresh connections, two requests each)")
-	firstModes := fs.String("first-modes", "http,https,h2", "transports of the first scenarios: http, https (HTTP/1.1 over TLS) and h2 (HTTP/2 over TLS)")
+	firstModes := fs.String("first-modes", "http,https,h2server,h2", "transports of the first scenarios: http, https (HTTP/1.1 over TLS), h2server (tokbench's default HTTP/1.1 over TLS to a server that offers HTTP/2) and h2 (HTTP/2 over TLS, bench --http2)")
 	server := fs.String("server", "", "fakeserver binary (default: go build ./bench/fakeserver)")
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
@@ -179,10 +179,10 @@ func run(args []string, stdout io.Writer) error {
 	var modes []string
 	for _, m := range strings.Split(*firstModes, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case "http", "https", "h2":
+		case "http", "https", "h2server", "h2":
 			modes = append(modes, m)
 		default:
-			return fmt.Errorf("-first-modes: %q is not http, https or h2", m)
+			return fmt.Errorf("-first-modes: %q is not http, https, h2server or h2", m)
 		}
 	}
 	bin, cleanup, err := buildServer(*server)
@@ -275,7 +275,7 @@ func run(args []string, stdout io.Writer) error {
 		for _, mode := range modes {
 			// A server per transport: a fresh process whose connection
 			// count is the client's alone.
-			srv, err := startServer(bin, serverOpts{tls: mode != "http", h2: mode == "h2"})
+			srv, err := startServer(bin, serverOpts{tls: mode != "http", h2: mode == "h2" || mode == "h2server"})
 			if err != nil {
 				return err
 			}
