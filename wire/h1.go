@@ -645,7 +645,7 @@ func (c *h1conn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*htt
 		}
 		proto, status, ok := strings.Cut(line, " ")
 		major, minor, okProto := http.ParseHTTPVersion(proto)
-		codeText, _, _ := strings.Cut(status, " ")
+		codeText, _, _ := strings.Cut(strings.TrimLeft(status, " "), " ")
 		code, err := strconv.Atoi(codeText)
 		if !ok || !okProto || len(codeText) != 3 || err != nil || code < 100 {
 			return nil, fmt.Errorf("malformed HTTP response %q", line)
