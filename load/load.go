@@ -111,9 +111,11 @@ type Runner struct {
 	counter   tokenize.Tokenizer // Tokenizer with a memo for short chunks
 }
 
-// Progress counts the current level's requests and tokens.
+// Progress counts the current level's requests and tokens, the retries
+// (--retry) and the sends on a new connection after a kept one closed.
 type Progress struct {
 	Done, Failed, Tokens atomic.Int64
+	Retries, Reconnects  atomic.Int64
 	// InFlight counts requests sent and not yet answered in full (all levels).
 	InFlight atomic.Int64
 	Start    atomic.Int64 // level start, unix nanoseconds
@@ -143,6 +145,8 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.Progress.Done.Store(0)
 	r.Progress.Failed.Store(0)
 	r.Progress.Tokens.Store(0)
+	r.Progress.Retries.Store(0)
+	r.Progress.Reconnects.Store(0)
 	r.stamps.reset()
 	r.abort.Store(false)
 	r.stop, r.stopOnce = make(chan struct{}), sync.Once{}
@@ -461,6 +465,10 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 		return
 	}
 	rec.Load = r.level
+	r.Progress.Retries.Add(int64(rec.Retries))
+	if rec.Phases != nil {
+		r.Progress.Reconnects.Add(int64(rec.Phases.Reconnects))
+	}
 	if rec.OK {
 		r.Progress.Done.Add(1)
 		r.Progress.Tokens.Add(int64(rec.OutputTokens))

@@ -72,6 +72,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, fmt.Sprintf("%s: median of %d runs; TTFT p50 %.4g–%.4g ms, decode TPS p50 %.4g–%.4g, output %.4g–%.4g tok/s",
 				lv.Load, r.Runs, sp["ttft_p50"][0], sp["ttft_p50"][1], sp["decode_tps_p50"][0], sp["decode_tps_p50"][1], sp["output_tps"][0], sp["output_tps"][1]))
 		}
+		if lv.Retries > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d retries (--retry) after failures before the first token; each request counted once", lv.Load, lv.Retries))
+		}
 		if n := lv.Connections.Note(); n != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
 		}

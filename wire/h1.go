@@ -150,16 +150,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		c.conn.Close()
-		// A connection the server closed while it sat idle fails before
-		// any byte of the answer: send the request again on a new one,
-		// as net/http does. But conn found this one open just before
-		// (checked), so once the request went out whole the server may
-		// have it and be running it (a generation): then only a request
-		// that may run twice is sent again, as in net/http. Where conn
-		// could not look, a stale connection is the likely cause and the
-		// request is sent again.
-		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil ||
-			(c.sent && c.checked && !replayable(req)) {
+		// A kept connection the server closed fails before any byte of
+		// the answer: send the request again, once, on a new connection.
+		// Servers close kept connections at will, some without a word
+		// (llama.cpp's closes after a streamed answer, or after 5
+		// requests, often just as the next request goes out), and
+		// net/http sends such a POST again only where it could not look
+		// at the connection first: a measured request would fail for the
+		// server's housekeeping. The request has no answer, so a server
+		// that read it dropped it; the trace reports the new connection
+		// (a second GetConn), and the request's clock restarts there.
+		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -208,19 +209,6 @@ func (t *Transport) handles(req *http.Request) bool {
 		}
 	}
 	return true
-}
-
-// replayable reports whether a request may reach the server twice:
-// net/http's rule, an idempotent method or an idempotency key (the body is
-// held in memory, so it can always be sent again).
-func replayable(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-		return true
-	}
-	_, key := req.Header["Idempotency-Key"]
-	_, xkey := req.Header["X-Idempotency-Key"]
-	return key || xkey
 }
 
 // requestBody reads the request's body, which RoundTrip must close.
@@ -313,6 +301,10 @@ func (t *Transport) conn(ctx context.Context, o origin, fresh bool) (*h1conn, er
 		cs[len(cs)-1] = nil
 		t.idle[o.key] = cs[:len(cs)-1]
 		t.mu.Unlock()
+		if c.expired(time.Now()) {
+			c.conn.Close()
+			continue
+		}
 		usable, known := c.idleUsable()
 		if !usable {
 			c.conn.Close()
@@ -390,9 +382,7 @@ func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, err
 		return 0, nil
 	}
 	o := originOf(u)
-	t.mu.Lock()
-	need := n - len(t.idle[o.key])
-	t.mu.Unlock()
+	need := n - t.prune(o)
 	if need <= 0 {
 		return 0, nil
 	}
@@ -432,6 +422,33 @@ func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, err
 	return opened, first
 }
 
+// prune closes the idle connections to o that cannot carry a request (the
+// server closed them, or is about to) and returns how many are left.
+func (t *Transport) prune(o origin) int {
+	t.mu.Lock()
+	cs := t.idle[o.key]
+	delete(t.idle, o.key)
+	t.mu.Unlock()
+	now := time.Now()
+	keep := cs[:0]
+	for _, c := range cs {
+		if usable, _ := c.idleUsable(); !usable || c.expired(now) {
+			c.conn.Close()
+			continue
+		}
+		keep = append(keep, c)
+	}
+	clear(cs[len(keep):])
+	t.mu.Lock()
+	if t.idle == nil {
+		t.idle = make(map[string][]*h1conn)
+	}
+	t.idle[o.key] = append(t.idle[o.key], keep...)
+	n := len(t.idle[o.key])
+	t.mu.Unlock()
+	return n
+}
+
 // preconnectHTTP2 opens the HTTP/2 connection to u's origin with a HEAD
 // request (any answer will do), unless one is open already.
 func (t *Transport) preconnectHTTP2(ctx context.Context, u *url.URL) (int, error) {
@@ -463,10 +480,11 @@ const preconnectParallel = 64
 // put returns a connection whose last answer was read to its end; one
 // holding bytes past that end (a server out of step) is closed instead.
 func (t *Transport) put(c *h1conn) {
-	if c.br.Buffered() > 0 {
+	if c.br.Buffered() > 0 || c.spent() {
 		c.conn.Close()
 		return
 	}
+	c.idleSince = time.Now()
 	t.mu.Lock()
 	if t.idle == nil {
 		t.idle = make(map[string][]*h1conn)
@@ -526,6 +544,58 @@ type h1conn struct {
 	reused  bool
 	checked bool // reused, and idleUsable could look at it
 	sent    bool // the current request went out whole
+
+	// What the server said of the connection's life (Keep-Alive:
+	// timeout=T, max=M): served counts the requests it carried, limit is
+	// the most it may carry (0: no limit known), idleTimeout how long the
+	// server keeps it idle (0: unknown), idleSince when it last went idle.
+	served      int
+	limit       int
+	idleTimeout time.Duration
+	idleSince   time.Time
+}
+
+// keepAlive reads a Keep-Alive header (timeout=T, max=M) into the
+// connection's limits: max counts the requests the server takes after this
+// answer's, counted conservatively as including it, and the lowest limit
+// any answer implied stands.
+func (c *h1conn) keepAlive(h http.Header) {
+	for _, v := range h["Keep-Alive"] {
+		for f := range strings.SplitSeq(v, ",") {
+			k, val, _ := strings.Cut(strings.TrimSpace(f), "=")
+			n, err := strconv.Atoi(strings.TrimSpace(val))
+			if err != nil || n < 0 {
+				continue
+			}
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "timeout":
+				c.idleTimeout = time.Duration(n) * time.Second
+			case "max":
+				if l := c.served + n - 1; c.limit == 0 || l < c.limit {
+					c.limit = max(l, c.served)
+				}
+			}
+		}
+	}
+}
+
+// spent reports whether the connection has carried all the requests the
+// server said it would take.
+func (c *h1conn) spent() bool { return c.limit > 0 && c.served >= c.limit }
+
+// expired reports whether the connection sat idle so long that the server
+// may be closing it: retired a second before the server's keep-alive
+// timeout (half of it, when under two seconds), so a request never races
+// the server's close.
+func (c *h1conn) expired(now time.Time) bool {
+	if c.idleTimeout <= 0 {
+		return false
+	}
+	margin := time.Second
+	if c.idleTimeout < 2*time.Second {
+		margin = c.idleTimeout / 2
+	}
+	return now.Sub(c.idleSince) >= c.idleTimeout-margin
 }
 
 // errNoAnswer: the connection failed before any byte of the answer.
@@ -545,6 +615,7 @@ func (c *h1conn) roundTrip(ctx context.Context, req *http.Request, body []byte) 
 		return nil, answerError(err, false)
 	}
 	c.sent = true
+	c.served++
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
@@ -666,8 +737,9 @@ func (c *h1conn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*htt
 			Header:     http.Header(hdr),
 			Request:    req,
 		}
+		c.keepAlive(resp.Header)
 		resp.Close = req.Close || hasToken(resp.Header, "Connection", "close") ||
-			(!resp.ProtoAtLeast(1, 1) && !hasToken(resp.Header, "Connection", "keep-alive"))
+			(!resp.ProtoAtLeast(1, 1) && !hasToken(resp.Header, "Connection", "keep-alive")) || c.spent()
 		return resp, nil
 	}
 }

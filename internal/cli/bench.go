@@ -610,8 +610,15 @@ func startProgress(env Env, r *load.Runner, lv load.Level) func() {
 				if lv.Requests > 0 {
 					total = fmt.Sprint(lv.Requests)
 				}
-				fmt.Fprintf(env.Stderr, "\r\033[K%s  %d/%s done  %d errors  %.0f tok/s  %.0fs",
-					lv.Load, r.Progress.Done.Load(), total, r.Progress.Failed.Load(), tps, el)
+				extra := ""
+				if n := r.Progress.Retries.Load(); n > 0 {
+					extra += fmt.Sprintf("  %d retries", n)
+				}
+				if n := r.Progress.Reconnects.Load(); n > 0 {
+					extra += fmt.Sprintf("  %d resent on a new connection", n)
+				}
+				fmt.Fprintf(env.Stderr, "\r\033[K%s  %d/%s done  %d errors%s  %.0f tok/s  %.0fs",
+					lv.Load, r.Progress.Done.Load(), total, r.Progress.Failed.Load(), extra, tps, el)
 			}
 		}
 	}()
