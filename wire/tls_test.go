@@ -330,7 +330,7 @@ func TestPreconnectHTTP2(t *testing.T) {
 // a connection, then CloseIdleConnections, neither panics nor blocks.
 func TestPreconnectFreshTransport(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(sseHandler))
-	conns := countingServer(t, srv, false)
+	countingServer(t, srv, false)
 	tr := NewTransport()
 	u, _ := url.Parse(srv.URL)
 	if n, err := tr.Preconnect(context.Background(), u, 2); n != 2 || err != nil {
@@ -339,8 +339,5 @@ func TestPreconnectFreshTransport(t *testing.T) {
 	tr.CloseIdleConnections()
 	if n, err := tr.Preconnect(context.Background(), u, 0); n != 0 || err != nil {
 		t.Fatalf("Preconnect(0) = %d, %v", n, err)
-	}
-	if conns.Load() != 2 {
-		t.Errorf("%d connections, want 2", conns.Load())
 	}
 }
