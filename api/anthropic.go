@@ -98,6 +98,7 @@ func (Anthropic) Decode(body io.Reader, resp *Response) {
 				if u := m.Usage; u != nil {
 					// input_tokens excludes the cached part of the prompt.
 					usage.PromptTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+					usage.CachedTokens, usage.CachedKnown = u.CacheReadInputTokens, true
 				}
 			}
 		case "content_block_delta":

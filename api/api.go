@@ -67,11 +67,14 @@ type Chunk struct {
 	Cumulative int
 }
 
-// Usage is the server's token accounting.
+// Usage is the server's token accounting. CachedTokens are the prompt
+// tokens it served from its prefix cache, when it says (CachedKnown).
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
 	ReasoningTokens  int
+	CachedTokens     int
+	CachedKnown      bool
 }
 
 // Response is the outcome of one request.
@@ -268,7 +271,24 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	if len(resp.Chunks) == 0 {
 		resp.fail("empty_response", "the stream carried no output tokens")
 	}
+	cachedFromTimings(resp)
 	return resp
+}
+
+// cachedFromTimings fills the usage's cached prompt tokens from the
+// server's own timing where the usage did not say: llama.cpp's cache_n, or
+// its prompt tokens less those it evaluated (prompt_n).
+func cachedFromTimings(resp *Response) {
+	u, st := resp.Usage, resp.Server
+	if u == nil || u.CachedKnown || st == nil {
+		return
+	}
+	switch {
+	case st.CachedTokens != nil:
+		u.CachedTokens, u.CachedKnown = *st.CachedTokens, true
+	case st.EvaluatedOnly && u.PromptTokens > 0:
+		u.CachedTokens, u.CachedKnown = max(0, u.PromptTokens-st.PromptTokens), true
+	}
 }
 
 func (c *Client) scrub(s string) string { return Scrub(s, c.Secrets) }

@@ -73,10 +73,11 @@ func TestRealCaptures(t *testing.T) {
 		chat   bool
 		usage  bool
 		chunks int
+		cached int // prompt tokens less timings.prompt_n: llama.cpp served them from its cache
 	}{
-		{"testdata/llamacpp-openai-chat-usage.sse", true, true, 12},
-		{"testdata/llamacpp-openai-chat.sse", true, true, 12}, // llama.cpp sends usage unasked
-		{"testdata/llamacpp-openai-completions.sse", false, true, 12},
+		{"testdata/llamacpp-openai-chat-usage.sse", true, true, 12, 0},
+		{"testdata/llamacpp-openai-chat.sse", true, true, 12, 34}, // llama.cpp sends usage unasked; the prompt was cached but 1 token
+		{"testdata/llamacpp-openai-completions.sse", false, true, 12, 0},
 	}
 	for _, c := range cases {
 		resp := do(t, serveFile(t, c.file).URL, OpenAI{Chat: c.chat})
@@ -91,6 +92,9 @@ func TestRealCaptures(t *testing.T) {
 		}
 		if c.usage && resp.Usage.CompletionTokens != 12 {
 			t.Errorf("%s: completion tokens %d, want 12", c.file, resp.Usage.CompletionTokens)
+		}
+		if c.usage && (!resp.Usage.CachedKnown || resp.Usage.CachedTokens != c.cached) {
+			t.Errorf("%s: cached tokens %d (known %v), want %d", c.file, resp.Usage.CachedTokens, resp.Usage.CachedKnown, c.cached)
 		}
 	}
 }

@@ -82,7 +82,7 @@ func (LlamaCpp) Decode(body io.Reader, resp *Response) {
 			resp.Server = &metrics.ServerTiming{
 				PromptMs: t.PromptMs, PredictedMs: t.PredictedMs,
 				DecodeTPS: t.PredictedPerSecond, PrefillTPS: t.PromptPerSecond,
-				PromptTokens: t.PromptN, PredictedTokens: t.PredictedN,
+				PromptTokens: t.PromptN, PredictedTokens: t.PredictedN, EvaluatedOnly: t.PromptN > 0,
 			}
 		}
 		return true

@@ -32,3 +32,16 @@ func TestLlamaCppCapture(t *testing.T) {
 		t.Errorf("server timing %+v", s)
 	}
 }
+
+// TestLlamaCppCachedTokens: the native endpoint's tokens_evaluated (the
+// whole prompt) less timings.prompt_n (the tokens evaluated now) are the
+// prompt tokens llama.cpp took from its cache.
+func TestLlamaCppCachedTokens(t *testing.T) {
+	resp := do(t, serveFile(t, "testdata/llamacpp-native-completion.sse").URL, LlamaCpp{})
+	if resp.Failed() || resp.Usage == nil {
+		t.Fatalf("%s %s", resp.ErrorClass, resp.Error)
+	}
+	if !resp.Usage.CachedKnown || resp.Usage.CachedTokens != 1 {
+		t.Errorf("cached %d (known %v), want 1 (11 prompt tokens, 10 evaluated)", resp.Usage.CachedTokens, resp.Usage.CachedKnown)
+	}
+}

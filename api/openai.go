@@ -111,12 +111,18 @@ type openaiChunk struct {
 		CompletionTokensDetails *struct {
 			ReasoningTokens int `json:"reasoning_tokens"`
 		} `json:"completion_tokens_details"`
+		PromptTokensDetails *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Timings *struct {
 		PromptMs           float64 `json:"prompt_ms"`
 		PromptPerSecond    float64 `json:"prompt_per_second"`
 		PredictedMs        float64 `json:"predicted_ms"`
 		PredictedPerSecond float64 `json:"predicted_per_second"`
+		PromptN            int     `json:"prompt_n"`
+		PredictedN         int     `json:"predicted_n"`
+		CacheN             *int    `json:"cache_n"`
 	} `json:"timings"`
 	Error   json.RawMessage `json:"error"`
 	ID      string          `json:"id"`
@@ -209,7 +215,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 				resp.Usage = new(Usage)
 			}
 			*resp.Usage = Usage{PromptTokens: c.promptTokens, CompletionTokens: c.completionTokens,
-				ReasoningTokens: c.reasoningTokens}
+				ReasoningTokens: c.reasoningTokens, CachedTokens: c.cachedTokens, CachedKnown: c.hasCached}
 		}
 		if resp.Finish != "" && resp.Usage != nil {
 			// The answer is complete. A server that never sends [DONE] (or
@@ -221,6 +227,11 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			resp.Server = &metrics.ServerTiming{
 				PromptMs: c.promptMs, PredictedMs: c.predictedMs,
 				DecodeTPS: c.predictedPerSecond, PrefillTPS: c.promptPerSecond,
+				PromptTokens: c.promptN, PredictedTokens: c.predictedN, EvaluatedOnly: c.promptN > 0,
+			}
+			if c.hasCacheN {
+				n := c.cacheN
+				resp.Server.CachedTokens = &n
 			}
 		}
 	}

@@ -21,9 +21,15 @@ type chunkFields struct {
 	hasUsage                        bool
 	promptTokens, completionTokens  int
 	reasoningTokens                 int
+	hasCached                       bool // usage.prompt_tokens_details.cached_tokens was given
+	cachedTokens                    int
 	hasTimings                      bool
 	promptMs, promptPerSecond       float64
 	predictedMs, predictedPerSecond float64
+	// llama.cpp's counts: prompt tokens evaluated, tokens predicted, and
+	// prompt tokens taken from its cache (hasCacheN: cache_n was given).
+	promptN, predictedN, cacheN int
+	hasCacheN                   bool
 }
 
 // decodeChunkStd fills f from data with encoding/json: the reference that
@@ -65,11 +71,18 @@ func decodeChunkStd(data []byte, f *chunkFields) error {
 		if d := u.CompletionTokensDetails; d != nil {
 			f.reasoningTokens = d.ReasoningTokens
 		}
+		if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+			f.hasCached, f.cachedTokens = true, *d.CachedTokens
+		}
 	}
 	if t := c.Timings; t != nil {
 		f.hasTimings = true
 		f.promptMs, f.promptPerSecond = t.PromptMs, t.PromptPerSecond
 		f.predictedMs, f.predictedPerSecond = t.PredictedMs, t.PredictedPerSecond
+		f.promptN, f.predictedN = t.PromptN, t.PredictedN
+		if t.CacheN != nil {
+			f.hasCacheN, f.cacheN = true, *t.CacheN
+		}
 	}
 	return nil
 }
@@ -116,9 +129,10 @@ var (
 	deltaKeys    = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
 	toolKeys     = []string{"function"}
 	functionKeys = []string{"arguments"}
-	usageKeys    = []string{"prompt_tokens", "completion_tokens", "completion_tokens_details"}
+	usageKeys    = []string{"prompt_tokens", "completion_tokens", "completion_tokens_details", "prompt_tokens_details"}
 	detailKeys   = []string{"reasoning_tokens"}
-	timingKeys   = []string{"prompt_ms", "prompt_per_second", "predicted_ms", "predicted_per_second"}
+	promptKeys   = []string{"cached_tokens"}
+	timingKeys   = []string{"prompt_ms", "prompt_per_second", "predicted_ms", "predicted_per_second", "prompt_n", "predicted_n", "cache_n"}
 )
 
 // once marks member i of an object as seen and reports false when it was
@@ -422,6 +436,8 @@ func (s *chunkScanner) usage() bool {
 			ok = once(&seen, 1) && s.int(&s.f.completionTokens)
 		case "completion_tokens_details":
 			ok = once(&seen, 2) && s.details()
+		case "prompt_tokens_details":
+			ok = once(&seen, 3) && s.promptDetails()
 		default:
 			ok = s.other(key, usageKeys)
 		}
@@ -459,6 +475,41 @@ func (s *chunkScanner) details() bool {
 	}
 }
 
+// promptDetails reads usage.prompt_tokens_details: the prompt tokens the
+// server took from its prefix cache (OpenAI, vLLM, SGLang).
+func (s *chunkScanner) promptDetails() bool {
+	if s.null() {
+		return true
+	}
+	if !s.open('{') {
+		return false
+	}
+	var seen uint32
+	for n := 0; ; n++ {
+		key, done, ok := s.member(n, '}')
+		if !ok {
+			return false
+		}
+		if done {
+			return true
+		}
+		switch string(key) {
+		case "cached_tokens":
+			if s.null() {
+				ok = once(&seen, 0)
+				break
+			}
+			ok = once(&seen, 0) && s.int(&s.f.cachedTokens)
+			s.f.hasCached = ok
+		default:
+			ok = s.other(key, promptKeys)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
 func (s *chunkScanner) timings() bool {
 	if s.null() {
 		return true
@@ -485,6 +536,17 @@ func (s *chunkScanner) timings() bool {
 			ok = once(&seen, 2) && s.float(&s.f.predictedMs)
 		case "predicted_per_second":
 			ok = once(&seen, 3) && s.float(&s.f.predictedPerSecond)
+		case "prompt_n":
+			ok = once(&seen, 4) && s.int(&s.f.promptN)
+		case "predicted_n":
+			ok = once(&seen, 5) && s.int(&s.f.predictedN)
+		case "cache_n":
+			if s.null() {
+				ok = once(&seen, 6)
+				break
+			}
+			ok = once(&seen, 6) && s.int(&s.f.cacheN)
+			s.f.hasCacheN = ok
 		default:
 			ok = s.other(key, timingKeys)
 		}

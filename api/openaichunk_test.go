@@ -24,9 +24,13 @@ func sameFields(a, b *chunkFields) string {
 	case a.hasUsage != b.hasUsage || a.promptTokens != b.promptTokens ||
 		a.completionTokens != b.completionTokens || a.reasoningTokens != b.reasoningTokens:
 		return "usage"
+	case a.hasCached != b.hasCached || a.cachedTokens != b.cachedTokens:
+		return "cached tokens"
 	case a.hasTimings != b.hasTimings || a.promptMs != b.promptMs || a.promptPerSecond != b.promptPerSecond ||
 		a.predictedMs != b.predictedMs || a.predictedPerSecond != b.predictedPerSecond:
 		return "timings"
+	case a.promptN != b.promptN || a.predictedN != b.predictedN || a.hasCacheN != b.hasCacheN || a.cacheN != b.cacheN:
+		return "timings counts"
 	}
 	return ""
 }
@@ -61,6 +65,11 @@ var scannerSeeds = []string{
 	`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"completion_tokens_details":{"reasoning_tokens":3}}}`,
 	`{"choices":[{"index":0,"delta":{"content":" sky"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":18,"total_tokens":20,"completion_tokens":2}}`,
 	`{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"prompt_n":3,"prompt_ms":1.5,"prompt_per_second":2000,"predicted_ms":90.25,"predicted_per_second":96.9e0}}`,
+	`{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":64}}}`,
+	`{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":null,"audio_tokens":0}}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens_details":null}}`,
+	`{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":30,"prompt_n":5,"predicted_n":12,"prompt_ms":1.5}}`,
+	`{"timings":{"cache_n":null}}`,
 	`{"error":{"message":"boom"}}`,
 	`{"error":null,"object":"error"}`,
 	`{"choices":[{"delta":{"Content":"folded"}}]}`,
@@ -117,4 +126,30 @@ func FuzzChunkScanner(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkScanner(t, &sc, data)
 	})
+}
+
+// TestDecodeCachedTokens: usage's prompt_tokens_details.cached_tokens
+// (OpenAI, vLLM) reaches the response; a usage without it says nothing of
+// the cache.
+func TestDecodeCachedTokens(t *testing.T) {
+	for _, c := range []struct {
+		usage  string
+		cached int
+		known  bool
+	}{
+		{`{"prompt_tokens":100,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":64}}`, 64, true},
+		{`{"prompt_tokens":100,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}`, 0, true},
+		{`{"prompt_tokens":100,"completion_tokens":1}`, 0, false},
+	} {
+		body := "data: {\"choices\":[{\"delta\":{\"content\":\" hi\"}}]}\n\n" +
+			"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":" + c.usage + "}\n\ndata: [DONE]\n\n"
+		var resp Response
+		OpenAI{Chat: true}.Decode(bytes.NewReader([]byte(body)), &resp)
+		if resp.Failed() || resp.Usage == nil {
+			t.Fatalf("%s: %s %s", c.usage, resp.ErrorClass, resp.Error)
+		}
+		if resp.Usage.CachedTokens != c.cached || resp.Usage.CachedKnown != c.known {
+			t.Errorf("%s: cached %d known %v, want %d %v", c.usage, resp.Usage.CachedTokens, resp.Usage.CachedKnown, c.cached, c.known)
+		}
+	}
 }

@@ -113,6 +113,9 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		rec.OutputTokens = tok.Count(text.String()) + reasoningCount
 		rec.ReasoningTokens = reasoningCount
 	}
+	if u := resp.Usage; u != nil && u.CachedKnown {
+		rec.CacheReported, rec.CachedTokens = true, u.CachedTokens
+	}
 	if u := resp.Usage; u != nil && u.PromptTokens > 0 {
 		rec.InputTokens = u.PromptTokens
 	} else if info.InputTokensRequested > 0 {

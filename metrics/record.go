@@ -71,6 +71,12 @@ type Record struct {
 
 	// Server-reported timing, where the server gives it.
 	Server *ServerTiming `json:"server,omitempty"`
+	// CachedTokens are the prompt tokens the server served from its prefix
+	// cache, when it said (CacheReported): usage's cached_tokens (OpenAI,
+	// vLLM, SGLang), cache_read_input_tokens (Anthropic), llama.cpp's
+	// timings.
+	CachedTokens  int  `json:"cached_tokens,omitempty"`
+	CacheReported bool `json:"cache_reported,omitempty"`
 	// Phases are the request's way to the server: connection, write,
 	// first byte (nil in records written before tokbench kept them).
 	Phases *Phases `json:"phases,omitempty"`
@@ -86,9 +92,16 @@ type ServerTiming struct {
 	DecodeTPS   float64 `json:"decode_tps,omitempty"`
 	PrefillTPS  float64 `json:"prefill_tps,omitempty"`
 	LoadMs      float64 `json:"load_ms,omitempty"`
-	// PromptTokens and PredictedTokens are the counts the timings cover.
-	PromptTokens    int `json:"prompt_tokens,omitempty"`
-	PredictedTokens int `json:"predicted_tokens,omitempty"`
+	// PromptTokens and PredictedTokens are the counts the timings cover:
+	// llama.cpp's prompt_n counts only the prompt tokens it evaluated, not
+	// those it took from its cache (CachedTokens, its cache_n).
+	PromptTokens    int  `json:"prompt_tokens,omitempty"`
+	PredictedTokens int  `json:"predicted_tokens,omitempty"`
+	CachedTokens    *int `json:"cached_tokens,omitempty"`
+	// EvaluatedOnly says PromptTokens counts only the prompt tokens the
+	// server evaluated for this request (llama.cpp's timings), so the rest
+	// of the prompt came from its cache.
+	EvaluatedOnly bool `json:"-"`
 }
 
 // TTFTMs is the server's own share of the time to first token: model load

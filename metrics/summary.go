@@ -117,6 +117,9 @@ type Level struct {
 	SLO       *SLOResult `json:"slo,omitempty"`
 	Repeats   *Repeats   `json:"repeats,omitempty"`
 	Cost      *Cost      `json:"cost,omitempty"`
+	// PromptCache is how much of the prompts the server took from its
+	// prefix cache, where it said or its timing shows.
+	PromptCache *PromptCache `json:"prompt_cache,omitempty"`
 	// Connections are the level's connections and the requests' phases
 	// (connection wait, set-up, write, first byte).
 	Connections *Connections `json:"connections,omitempty"`
@@ -275,6 +278,7 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 	}
 	lv.summarizeServer(recs)
 	lv.summarizeConnections(recs)
+	lv.summarizeCache(recs)
 	if chains := chainWalls(recs); len(chains) > 0 {
 		s := Describe(chains)
 		lv.ChainMs = &s
