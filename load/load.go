@@ -64,6 +64,35 @@ type Source interface {
 	Request(i int) (req *api.Request, inputTokens int)
 }
 
+// WarmupSource is a Source that also supplies warm-up requests: like the
+// level's, but never one of them, so that a warm-up does not fill the
+// server's prompt cache with a prompt the level then sends.
+type WarmupSource interface {
+	Source
+	WarmupRequest(i int) (req *api.Request, inputTokens int)
+}
+
+// Warmups is the source of src's warm-up requests: src's WarmupRequest,
+// or for a Source without one its requests from index skip on (the
+// level's requests come first).
+func Warmups(src Source, skip int) Source {
+	if w, ok := src.(WarmupSource); ok {
+		return warmups{w}
+	}
+	return offset{src, skip}
+}
+
+type warmups struct{ w WarmupSource }
+
+func (w warmups) Request(i int) (*api.Request, int) { return w.w.WarmupRequest(i) }
+
+type offset struct {
+	src  Source
+	skip int
+}
+
+func (o offset) Request(i int) (*api.Request, int) { return o.src.Request(o.skip + i) }
+
 // Runner runs levels against one client.
 type Runner struct {
 	Client *api.Client
@@ -135,7 +164,7 @@ type Result struct {
 func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (Result, error) {
 	if lv.Warmup > 0 && ctx.Err() == nil {
 		w := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup}
-		r.closedLoop(ctx, idx, w, src, nil)
+		r.closedLoop(ctx, idx, w, Warmups(src, lv.Requests), nil)
 	}
 	preopened, preErr := r.preconnect(ctx, lv)
 	var (

@@ -17,8 +17,9 @@ type Merged struct {
 }
 
 // configKeysPerShard are the configuration entries that legitimately differ
-// between the shards of one run.
-var configKeysPerShard = map[string]bool{"shard": true}
+// between the shards of one run: the shard itself, and the prompts' seed
+// each shard draws when --seed is not given.
+var configKeysPerShard = map[string]bool{"shard": true, "prompt_seed": true}
 
 // Merge reads shard run directories and combines them into what one client
 // would have recorded: per level, the union of the records, with each
@@ -90,6 +91,7 @@ func Merge(dirs []string) (Merged, error) {
 	m.Run = runs[0]
 	m.Run.Config = cloneConfig(runs[0].Config)
 	delete(m.Run.Config, "shard")
+	delete(m.Run.Config, "prompt_seed")
 	m.Run.Config["merged_from"] = len(dirs)
 	m.Summary = metrics.Summary{Schema: metrics.Schema, Target: runs[0].Target, Interrupted: interrupted}
 	id := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/tokenize"
@@ -46,12 +47,31 @@ type Config struct {
 	Level int
 }
 
-// Source is a fixed list of requests made before a level starts; request i
-// is the (i mod len)-th. It implements load.Source and is safe for
-// concurrent use (it is read-only once made).
+// Source is a fixed list of requests made before a level starts. Request
+// i is the (i mod len)-th; each time the list comes round again (a level
+// run for a duration), and for every warm-up request, the request's first
+// two words are drawn anew, so that no prompt of a run is sent twice and
+// no measured request finds its prompt in the server's cache (a shared
+// prefix, --prefix-tokens, stays shared). It implements load.Source and
+// load.WarmupSource and is safe for concurrent use (it is read-only once
+// made).
 type Source struct {
 	reqs     []*api.Request
 	inTokens []int
+	// where each request's own text starts: the message, and the byte
+	// offset in its content past any shared prefix; synthetic when that
+	// text is single-token words (" w1 w2 …"), whose first two are then
+	// replaced in place, keeping the length exact; other text gets two
+	// words put in front.
+	at    []textAt
+	words []string
+	seed  uint64
+	tok   tokenize.Tokenizer
+}
+
+type textAt struct {
+	msg, off  int
+	synthetic bool
 }
 
 // NewSource makes n requests from cfg. The same cfg and n give the same
@@ -83,7 +103,7 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 			prefixes = append(prefixes, p)
 		}
 	}
-	s := &Source{}
+	s := &Source{words: syn.words, seed: seed, tok: cfg.Tokenizer}
 	for i := range n {
 		prefix := ""
 		if len(prefixes) > 0 {
@@ -91,6 +111,7 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		}
 		req := &api.Request{Model: cfg.Model, IgnoreEOS: cfg.IgnoreEOS, MaxTokens: cfg.Output.Sample(rng)}
 		var text string
+		var at textAt
 		want := 0 // the exact length intended, when there is one
 		switch {
 		case len(cfg.Rows) > 0:
@@ -105,11 +126,13 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 				req.Messages = append([]api.Message(nil), row.Messages...)
 				if prefix != "" {
 					req.Messages[0].Content = prefix[1:] + "\n\n" + req.Messages[0].Content
+					at = textAt{off: len(prefix) + 1}
 				}
 			} else {
 				text = row.Prompt
 				if prefix != "" {
 					text = prefix[1:] + "\n\n" + text
+					at = textAt{off: len(prefix) + 1}
 				}
 			}
 		case cfg.Corpus != nil:
@@ -119,6 +142,7 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 			}
 			if prefix != "" {
 				text = prefix[1:] + "\n\n" + text
+				at = textAt{off: len(prefix) + 1}
 			} else {
 				want = n
 			}
@@ -128,11 +152,17 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 				return nil, err
 			}
 			// " w1 … wk" + " u1 … un": every word stays one token.
+			at = textAt{off: len(prefix), synthetic: true}
 			text = prefix + text
 			want = cfg.PrefixTokens + n
 		}
 		if req.Messages == nil {
 			req.Messages = []api.Message{{Role: "user", Content: text}}
+		}
+		if len(order) > 0 && i >= len(order) {
+			// A dataset smaller than the level: its rows come round again,
+			// each time with words of their own in front.
+			s.redraw(req, at, 1<<50+uint64(i), 0)
 		}
 		if cfg.MinTokens > 0 {
 			req.Extra = map[string]any{"min_tokens": min(cfg.MinTokens, req.MaxTokens)}
@@ -143,6 +173,7 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		}
 		s.reqs = append(s.reqs, req)
 		s.inTokens = append(s.inTokens, count)
+		s.at = append(s.at, at)
 	}
 	return s, nil
 }
@@ -204,5 +235,71 @@ func (s *Source) Len() int { return len(s.reqs) }
 // count. The request is shared; callers must not modify it.
 func (s *Source) Request(i int) (*api.Request, int) {
 	j := i % len(s.reqs)
+	if round := i / len(s.reqs); round > 0 {
+		return s.variant(j, uint64(round))
+	}
 	return s.reqs[j], s.inTokens[j]
+}
+
+// WarmupRequest implements load.WarmupSource: a request like the i-th
+// measured one, its first words drawn anew, so that the warm-up never
+// fills the server's prompt cache with a prompt the level then sends.
+func (s *Source) WarmupRequest(i int) (*api.Request, int) {
+	return s.variant(i%len(s.reqs), 1<<40+uint64(i))
+}
+
+// variant is request j with two words of its own text drawn for round.
+func (s *Source) variant(j int, round uint64) (*api.Request, int) {
+	base := s.reqs[j]
+	req := *base
+	req.Messages = append([]api.Message(nil), base.Messages...)
+	if s.redraw(&req, s.at[j], round, j) {
+		return &req, s.tok.Count(req.Prompt()) // the words join the text's first: count it whole
+	}
+	return &req, s.inTokens[j]
+}
+
+// redraw changes req's own text (at) for round of request j, in place: a
+// synthetic text's first two words are drawn anew (its length stays
+// exact), other text gets two words in front, and then redraw reports
+// true: the prompt must be counted again.
+func (s *Source) redraw(req *api.Request, at textAt, round uint64, j int) (recount bool) {
+	h := mix(s.seed ^ mix(round*0x9e3779b97f4a7c15+uint64(j)))
+	w1, w2 := s.words[h%uint64(len(s.words))], s.words[(h>>32)%uint64(len(s.words))]
+	m := &req.Messages[at.msg]
+	own := m.Content[at.off:]
+	if at.synthetic {
+		rest := skipWords(own, 2)
+		switch n := strings.Count(own[:len(own)-len(rest)], " "); n {
+		case 0: // no words of its own to redraw
+		case 1:
+			m.Content = m.Content[:at.off] + " " + w1 + rest
+		default:
+			m.Content = m.Content[:at.off] + " " + w1 + " " + w2 + rest
+		}
+		return false
+	}
+	m.Content = m.Content[:at.off] + w1 + " " + w2 + " " + own
+	return true
+}
+
+// skipWords is s (space-led words) without its first k words.
+func skipWords(s string, k int) string {
+	i := 0
+	for ; k > 0 && i < len(s); k-- {
+		i++ // the space
+		for i < len(s) && s[i] != ' ' {
+			i++
+		}
+	}
+	return s[i:]
+}
+
+// mix is splitmix64's finaliser: a well-spread hash of x.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -492,5 +493,53 @@ func TestSourceLevelsDiffer(t *testing.T) {
 	}
 	if tok.Decode(pa[10:]) == tok.Decode(pb[10:]) {
 		t.Error("two levels sent the same unique prompt (the second would hit the prompt cache)")
+	}
+}
+
+// TestSourceRoundsAreNew: when a level comes round its list of requests
+// again (a duration level), and for warm-ups, every prompt is new and a
+// synthetic one keeps its exact length; a prompt from a dataset gets two
+// words in front, counted.
+func TestSourceRoundsAreNew(t *testing.T) {
+	tok := cl100k(t)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"synthetic", Config{Tokenizer: tok, Input: Fixed(24), Output: Fixed(4), Seed: 3}},
+		{"synthetic with a shared prefix", Config{Tokenizer: tok, Input: Fixed(24), Output: Fixed(4), Seed: 3, PrefixTokens: 16, PrefixGroups: 1}},
+		{"dataset", Config{Tokenizer: tok, Output: Fixed(4), Seed: 3, Rows: []Row{{Prompt: "Tell me about the sea."}, {Prompt: "Why is the sky blue?"}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := NewSource(context.Background(), c.cfg, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			check := func(what string, req *api.Request, n int) {
+				p := req.Prompt()
+				if j, dup := seen[p]; dup {
+					t.Errorf("%s: prompt already sent as request %d: %q", what, j, p)
+				}
+				seen[p] = len(seen)
+				if got := tok.Count(p); got != n {
+					t.Errorf("%s: %d tokens, the source says %d", what, got, n)
+				}
+				if c.cfg.PrefixTokens > 0 && !strings.HasPrefix(p, src.reqs[0].Prompt()[:40]) {
+					t.Errorf("%s: the shared prefix is gone: %q", what, p)
+				}
+			}
+			for i := range 12 {
+				req, n := src.Request(i)
+				check(fmt.Sprintf("request %d", i), req, n)
+			}
+			for i := range 6 {
+				req, n := src.WarmupRequest(i)
+				check(fmt.Sprintf("warm-up %d", i), req, n)
+			}
+			if _, n := src.Request(5); c.cfg.Rows == nil && n != c.cfg.PrefixTokens+24 {
+				t.Errorf("a synthetic prompt of a later round has %d tokens, want %d", n, c.cfg.PrefixTokens+24)
+			}
+		})
 	}
 }

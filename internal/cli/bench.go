@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -42,6 +43,7 @@ type benchFlags struct {
 	timeout, stallTimeout time.Duration
 	grace                 time.Duration
 	seed                  uint64
+	promptSeed            uint64 // --seed when given, else drawn for the run
 	hardware, quant       string
 	gpus                  int
 	paramsB               float64
@@ -90,7 +92,7 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "limit for one whole request")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a request whose stream is silent this long (0: never)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after Ctrl-C, how long streams in flight may finish")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed for prompts (and the embedded simulator)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed for arrival times and the embedded simulator; given, it also fixes the prompts, which are otherwise new in every run (so no run is served from the prompt cache another filled)")
 	fl.StringVar(&f.hardware, "hardware", "", "hardware the endpoint runs on, e.g. h100-sxm (recorded; configures the simulator)")
 	fl.StringVar(&f.quant, "quant", "", "weight precision, e.g. bf16, fp8, int4 (recorded; configures the simulator)")
 	fl.IntVar(&f.gpus, "gpus", 0, "GPUs serving the model (recorded; configures the simulator)")
@@ -123,6 +125,10 @@ type benchPlan struct {
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
 	p := &benchPlan{header: http.Header{}}
+	f.promptSeed = f.seed
+	if !set("seed") {
+		f.promptSeed = rand.Uint64() | 1
+	}
 	if err := f.lf.validate(f, set); err != nil {
 		return nil, err
 	}
@@ -380,7 +386,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 		return scrape.around(ctx, lv, func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) },
 			func(w load.Level) {
-				(&load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout}).RunLevel(ctx, i, w, src)
+				(&load.Runner{Client: client, Tokenizer: plan.tok, Timeout: f.timeout}).RunLevel(ctx, i, w, load.Warmups(src, lv.Requests))
 			})
 	}
 	annotate := func(lv *metrics.Level) {
@@ -574,7 +580,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"warmup": f.warmup, "input_tokens": f.inputTokens, "output_tokens": f.outputTokens,
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "continuous_usage": p.continuousUsage(), "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
-		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "load": f.lf.describe(),
+		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "prompt_seed": f.promptSeed, "load": f.lf.describe(),
 		"http2": f.nf.http2, "connections": f.nf.connections,
 		"shard":   f.lf.shardSpec,
 		"prompts": f.wl.describe(),

@@ -128,7 +128,7 @@ func (w *workloadFlags) connect(baseURL, model string, c *http.Client, h http.He
 
 // source makes the requests of level idx.
 func (w *workloadFlags) source(ctx context.Context, f *benchFlags, p *benchPlan, idx int, lv load.Level) (*workload.Source, error) {
-	n := (lv.Requests + lv.Warmup) * max(lv.Steps, 1)
+	n := lv.Requests * max(lv.Steps, 1) // warm-ups are variants of these (Source.WarmupRequest)
 	if lv.Duration > 0 && lv.Requests == 0 {
 		n = max(256, 4*lv.Load.Concurrency)
 	}
@@ -140,7 +140,7 @@ func (w *workloadFlags) source(ctx context.Context, f *benchFlags, p *benchPlan,
 		Tokenizer: p.tok, Counter: w.counter, Input: in, Output: w.outDist, Rows: w.rows,
 		PrefixTokens: w.prefixTokens, PrefixGroups: w.prefixGroups,
 		Model: f.model, IgnoreEOS: f.ignoreEOS, MinTokens: w.minTokens,
-		Seed: levelSeed(f.seed, lv), Level: idx,
+		Seed: f.lf.shard.Seed(f.promptSeed), Level: idx,
 	}
 	if w.format == workload.FormatText {
 		c, err := workload.OpenCorpus(w.dataset)
@@ -173,13 +173,4 @@ func (w *workloadFlags) describe() map[string]any {
 		"dataset_format": w.format, "prefix_tokens": w.prefixTokens, "prefix_groups": w.prefixGroups,
 		"min_tokens": w.minTokens, "tokenizer_server": w.server,
 	}
-}
-
-// levelSeed is the level's own seed when it has one (a shard's), else the
-// run's, so shards of one run draw different prompts.
-func levelSeed(seed uint64, lv load.Level) uint64 {
-	if lv.Seed != 0 {
-		return lv.Seed
-	}
-	return seed
 }

@@ -96,12 +96,24 @@ func TestBenchDataset(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	// Four requests from two rows: the rows come round again with two
+	// words of their own in front, so no prompt is sent twice.
 	seen := map[string]float64{}
+	rows := map[string]int{}
 	for _, b := range srv.Bodies() {
 		msgs := b["messages"].([]any)
-		seen[msgs[0].(map[string]any)["content"].(string)] = b["max_tokens"].(float64)
+		content := msgs[0].(map[string]any)["content"].(string)
+		seen[content] = b["max_tokens"].(float64)
+		for _, row := range []string{"alpha", "beta"} {
+			if strings.HasSuffix(content, row) {
+				rows[row]++
+				if want := map[string]float64{"alpha": 3, "beta": 7}[row]; b["max_tokens"].(float64) != want {
+					t.Errorf("%q: max_tokens %v, want %v", content, b["max_tokens"], want)
+				}
+			}
+		}
 	}
-	if len(seen) != 2 || seen["alpha"] != 3 || seen["beta"] != 7 {
-		t.Errorf("server saw prompts and max_tokens %v, want alpha:3 (its own) and beta:7 (--output-tokens)", seen)
+	if len(seen) != 4 || rows["alpha"] != 2 || rows["beta"] != 2 || seen["alpha"] != 3 || seen["beta"] != 7 {
+		t.Errorf("server saw prompts and max_tokens %v, want alpha:3 (its own) and beta:7 (--output-tokens), each once as it is and once with two words in front", seen)
 	}
 }
