@@ -200,6 +200,21 @@ func (m Mismatch) String() string {
 	return fmt.Sprintf("%s differs: A %s, B %s", m.Field, orNone(m.A), orNone(m.B))
 }
 
+// Warnings are both runs' warnings, each once, A's first.
+func (d *Diff) Warnings() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range []*Run{d.A, d.B} {
+		for _, w := range r.Warnings {
+			if !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "(none)"
@@ -219,6 +234,9 @@ func Compare(a, b *Run, opt Options) *Diff {
 				continue
 			}
 			ld := LevelDiff{Load: la.Load, A: la, B: lb, sa: levelRecords(a, i), sb: levelRecords(b, j)}
+			if m, ok := cacheMismatch(la, lb); ok {
+				d.Mismatches = append(d.Mismatches, m)
+			}
 			for _, r := range DefaultRows {
 				ld.Rows = append(ld.Rows, ld.row(Metrics[r[0]], r[1], opt))
 			}
@@ -353,7 +371,11 @@ func LikeForLike(a, b *Run) []Mismatch {
 	}
 	sort.Strings(sorted)
 	for _, k := range sorted {
-		if va, vb := a.Meta.Meta[k], b.Meta.Meta[k]; va != vb {
+		va, okA := a.Meta.Meta[k]
+		vb, okB := b.Meta.Meta[k]
+		// Metadata only one run has (a probe the other did not make) says
+		// nothing of the other: only values both runs have can differ.
+		if okA && okB && va != vb {
 			out = append(out, Mismatch{k, va, vb})
 		}
 	}
@@ -362,6 +384,25 @@ func LikeForLike(a, b *Run) []Mismatch {
 		out = append(out, Mismatch{"load levels", la, lb})
 	}
 	return out
+}
+
+// cacheMismatch says when two runs of a level were served from the
+// server's prompt cache in different measure (shares of completed requests
+// more than 10 points apart): their TTFTs differ by the prefill the cache
+// saved, not by the server's speed.
+func cacheMismatch(a, b *metrics.Level) (Mismatch, bool) {
+	share := func(l *metrics.Level) float64 {
+		if l.Requests.Completed == 0 {
+			return 0
+		}
+		return float64(l.PromptCache.Hits()) / float64(l.Requests.Completed)
+	}
+	sa, sb := share(a), share(b)
+	if math.Abs(sa-sb) <= 0.1 {
+		return Mismatch{}, false
+	}
+	pct := func(v float64) string { return fmt.Sprintf("%.0f%% of requests", 100*v) }
+	return Mismatch{Field: "prompt cache hits at " + a.Load.String(), A: pct(sa), B: pct(sb)}, true
 }
 
 func loadSet(r *Run) string {

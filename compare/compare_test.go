@@ -271,3 +271,31 @@ func TestCheckFailsOnlyOnSignificantChange(t *testing.T) {
 		t.Errorf("trips = %+v", trips)
 	}
 }
+
+// TestCompareCacheAndMetadata: two runs of which one was served from the
+// prompt cache are not like for like, and say so; metadata only one run
+// has (a probe the other did not make) is no mismatch; a warning both runs
+// carry is printed once.
+func TestCompareCacheAndMetadata(t *testing.T) {
+	a := load(t, writeRun(t, map[string]string{"quant": "bf16"}, level{conc: 4, n: 10, ttft: 800, gap: 10, tokens: 8, seed: 1}))
+	b := load(t, writeRun(t, map[string]string{"quant": "bf16", "server_engine": "llamacpp"}, level{conc: 4, n: 10, ttft: 20, gap: 10, tokens: 8, seed: 2}))
+	b.Summary.Levels[0].PromptCache = &metrics.PromptCache{Reported: 10, HitRequests: 9}
+	a.Warnings = append(a.Warnings, "same warning")
+	b.Warnings = append(b.Warnings, "same warning")
+	d := Compare(a, b, Options{})
+	var got []string
+	for _, m := range d.Mismatches {
+		got = append(got, m.String())
+	}
+	want := "prompt cache hits at c=4 differs: A 0% of requests, B 90% of requests"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("mismatches %q, want [%q]", got, want)
+	}
+	var out bytes.Buffer
+	if err := d.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "same warning"); n != 1 {
+		t.Errorf("a warning both runs carry printed %d times:\n%s", n, out.String())
+	}
+}

@@ -77,9 +77,7 @@ func (d *Diff) JSON() JSONDiff {
 	if out.Mismatches == nil {
 		out.Mismatches = []Mismatch{}
 	}
-	for _, r := range []*Run{d.A, d.B} {
-		out.Warnings = append(out.Warnings, r.Warnings...)
-	}
+	out.Warnings = d.Warnings()
 	for _, ld := range d.Levels {
 		jl := JSONLevel{Load: ld.Load}
 		for _, r := range ld.Rows {

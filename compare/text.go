@@ -18,10 +18,8 @@ func (d *Diff) WriteText(w io.Writer) error {
 	for _, m := range d.Mismatches {
 		fmt.Fprintf(w, "WARNING: not like for like: %s\n", m)
 	}
-	for _, r := range []*Run{d.A, d.B} {
-		for _, wn := range r.Warnings {
-			fmt.Fprintf(w, "warning: %s\n", wn)
-		}
+	for _, wn := range d.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
 	if len(d.Levels) == 0 {
 		fmt.Fprintln(w, "\nno load level in common: nothing to compare")
