@@ -16,6 +16,7 @@ import (
 	"math"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,9 +47,14 @@ type Level struct {
 	// dependent calls, with ThinkTime between them; Requests then counts chains.
 	Steps     int
 	ThinkTime time.Duration
-	// RampUp starts a closed loop's users evenly over this time instead of
-	// all at once: user u sends its first request at u×RampUp/users.
-	RampUp time.Duration
+	// RampUp starts a closed loop's users evenly over this time: user u
+	// sends its first request at u×RampUp/users. Without it, the users'
+	// starts are spread over one request's expected duration (the median
+	// of the level's warm-up requests, else of the level before), so the
+	// level runs in steady state rather than in rounds of simultaneous
+	// prefills; Lockstep starts them all at once instead.
+	RampUp   time.Duration
+	Lockstep bool
 	// Phase shifts an open-loop schedule (sharded constant-rate load).
 	Phase time.Duration
 	// ramp places a sharded closed loop's users in the whole level's ramp:
@@ -138,6 +144,10 @@ type Runner struct {
 	nextID    atomic.Int64
 	countOnce sync.Once
 	counter   tokenize.Tokenizer // Tokenizer with a memo for short chunks
+	// expected is a request's typical duration (start to end), from the
+	// last warm-up or level: what a level's starts are spread over.
+	expected time.Duration
+	onWarmup func(metrics.Record) // sees the warm-up's records, which no sink gets
 }
 
 // Progress counts the current level's requests and tokens, the retries
@@ -163,8 +173,21 @@ type Result struct {
 // ErrInterrupted (with what was measured) when ctx was canceled.
 func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (Result, error) {
 	if lv.Warmup > 0 && ctx.Err() == nil {
-		w := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup}
+		w := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup, Lockstep: true}
+		var mu sync.Mutex
+		var warm []metrics.Record
+		r.onWarmup = func(rec metrics.Record) {
+			mu.Lock()
+			warm = append(warm, rec)
+			mu.Unlock()
+		}
 		r.closedLoop(ctx, idx, w, Warmups(src, lv.Requests), nil)
+		r.onWarmup = nil
+		r.learnDuration(warm)
+	}
+	spread := time.Duration(0) // the level's start spread, when the runner chose it
+	if lv.Load.Mode != "rate" && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
+		lv.RampUp, spread = r.expected, r.expected
 	}
 	preopened, preErr := r.preconnect(ctx, lv)
 	var (
@@ -200,6 +223,20 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
 	res.Level.Client = health
+	r.learnDuration(recs)
+	switch {
+	case lv.Load.Mode == "rate" || lv.users() <= 1:
+	case lv.Lockstep || lv.RampUp <= 0:
+		res.Level.Lockstep = true
+		why := "as asked (--lockstep)"
+		if !lv.Lockstep {
+			why = "no request's duration was known yet to spread their starts over (give a warm-up, or --ramp-up)"
+		}
+		res.Level.Warnings = append(res.Level.Warnings, fmt.Sprintf(
+			"lockstep: the level's %d users started together, %s: its first requests ran as one burst of simultaneous prefills, which raises TTFT", lv.Load.Concurrency, why))
+	case spread > 0:
+		res.Level.StartSpreadMs = ms(spread)
+	}
 	if c := res.Level.Connections; c != nil || !r.Cold {
 		if c == nil {
 			c = &metrics.Connections{}
@@ -320,6 +357,31 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 		r.addWarning(fmt.Sprintf("ramp-up: only %d of %d users sent a request before the level's requests or time ran out; the level did not reach its concurrency (give it more requests or --duration, or a shorter --ramp-up)", started.Load(), users))
 	}
 	return time.Duration(lastEnd.Load())
+}
+
+// users is how many users the level's whole closed loop has (a shard's
+// part of it counts the whole).
+func (lv Level) users() int {
+	if lv.ramp.total > 0 {
+		return lv.ramp.total
+	}
+	return lv.Load.Concurrency
+}
+
+// learnDuration keeps the median duration of the completed requests among
+// recs as the next level's expected request duration.
+func (r *Runner) learnDuration(recs []metrics.Record) {
+	var d []float64
+	for i := range recs {
+		if recs[i].OK {
+			d = append(d, recs[i].DoneMs)
+		}
+	}
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	r.expected = time.Duration(metrics.Percentile(d, 50) * float64(time.Millisecond))
 }
 
 func (r *Runner) addWarning(w string) {
@@ -491,6 +553,9 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 		}
 	}
 	if keep == nil {
+		if r.onWarmup != nil {
+			r.onWarmup(rec)
+		}
 		return
 	}
 	rec.Load = r.level

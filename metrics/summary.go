@@ -108,6 +108,12 @@ type Level struct {
 	// LateSends counts open-loop requests sent more than 1 ms after their
 	// scheduled instant (the client was busy or the in-flight cap was hit).
 	LateSends int `json:"late_sends,omitempty"`
+	// StartSpreadMs is the time a closed loop's user starts were spread
+	// over when tokbench chose it (one request's expected duration);
+	// Lockstep is true when they started together, so the first requests
+	// ran as one burst.
+	StartSpreadMs float64 `json:"start_spread_ms,omitempty"`
+	Lockstep      bool    `json:"lockstep,omitempty"`
 	// Retries counts retried attempts (each request is counted once).
 	Retries int `json:"retries,omitempty"`
 	// Aborted says why the level stopped early (--max-error-rate).

@@ -31,6 +31,10 @@ func (t *Trace) TTFT() time.Duration {
 // ClosedLoop is a closed-loop load: Users users each send their next request
 // the instant their previous one finishes, until Requests have been sent.
 type ClosedLoop struct {
+	// StartSpread spreads the users' first requests evenly over this time
+	// (user u's at u×StartSpread/Users), as tokbench bench does over one
+	// request's duration by default; 0 starts them all at time zero.
+	StartSpread  time.Duration
 	Users        int
 	Requests     int
 	PromptTokens int
@@ -41,7 +45,7 @@ type ClosedLoop struct {
 
 // RunClosedLoop runs a closed-loop load through a fresh engine in virtual
 // time (no sleeping) and returns the traces in request-ID order. The first
-// request of every user arrives at time zero.
+// request of user u arrives at u×StartSpread/Users.
 func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load ClosedLoop) ([]Trace, error) {
 	if load.Users < 1 {
 		return nil, fmt.Errorf("closed loop: users %d: must be >= 1", load.Users)
@@ -68,15 +72,35 @@ func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load Closed
 			MaxTokens: load.MaxTokens, MinTokens: load.MinTokens, IgnoreEOS: load.IgnoreEOS,
 		})
 	}
-	for u := 0; u < load.Users && sent < load.Requests; u++ {
-		if err := submit(u, 0); err != nil {
-			return nil, err
+	// Users not started yet, in order of their first arrival; they are
+	// submitted once engine time reaches it (Submit takes arrivals in order).
+	next := 0
+	first := func(u int) time.Duration {
+		return time.Duration(int64(load.StartSpread) * int64(u) / int64(load.Users))
+	}
+	start := func(upTo time.Duration) error {
+		for ; next < load.Users && sent < load.Requests && first(next) <= upTo; next++ {
+			if err := submit(next, first(next)); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if err := start(0); err != nil {
+		return nil, err
 	}
 	for steps := 0; ; steps++ {
 		if steps%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("closed loop: %w", err)
+			}
+		}
+		if err := start(e.Now()); err != nil {
+			return nil, err
+		}
+		if e.Idle() && next < load.Users && sent < load.Requests {
+			if err := start(first(next)); err != nil { // nothing runs: jump to the next start
+				return nil, err
 			}
 		}
 		res, ok := e.Step()
@@ -90,6 +114,9 @@ func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load Closed
 			tr.OutputTokens += em.Tokens
 			if em.Finish != FinishNone {
 				tr.Finish = em.Finish
+				if err := start(res.End); err != nil { // earlier first arrivals go first
+					return nil, err
+				}
 				if sent < load.Requests {
 					if err := submit(tr.User, res.End); err != nil {
 						return nil, err

@@ -285,7 +285,7 @@ func degrading(t *testing.T) *fakellm.Server {
 func TestBenchSLOCapacityOneCommand(t *testing.T) {
 	srv := degrading(t)
 	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
-		"--concurrency", "1,2,4,8", "--requests", "8", "--warmup", "0", "--output-tokens", "10",
+		"--concurrency", "1,2,4,8", "--requests", "8", "--warmup", "0", "--output-tokens", "10", "--lockstep",
 		"--slo", "tps_p5>=50,ttft_p95<=1s", "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

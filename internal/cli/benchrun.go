@@ -31,6 +31,7 @@ type loadFlags struct {
 	steps     int
 	thinkTime time.Duration
 	rampUp    time.Duration
+	lockstep  bool
 	slos      []metrics.SLO
 	prof      *profile.Profile
 	autoSweep *load.AutoSweep
@@ -48,7 +49,8 @@ func (l *loadFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&l.workload, "workload", "synthetic", "synthetic (independent requests) or agent (chains of --steps dependent calls)")
 	fl.IntVar(&l.steps, "steps", 5, "calls per agent chain with --workload agent")
 	fl.DurationVar(&l.thinkTime, "think-time", 0, "pause between the calls of an agent chain (tool time)")
-	fl.DurationVar(&l.rampUp, "ramp-up", 0, "closed loop: start each level's users evenly over this time instead of all at once (a start of many users at one instant loads client and server alike)")
+	fl.DurationVar(&l.rampUp, "ramp-up", 0, "closed loop: start each level's users evenly over this time (default: over one request's duration, measured by the warm-up or the level before)")
+	fl.BoolVar(&l.lockstep, "lockstep", false, "closed loop: start each level's users at the same instant, so its first requests prefill together (the default spreads them over one request's duration)")
 	fl.Float64Var(&l.priceIn, "price-in", 0, "price per million input tokens (for cost per level)")
 	fl.Float64Var(&l.priceOut, "price-out", 0, "price per million output tokens (for cost per level)")
 	fl.Float64Var(&l.gpuHour, "gpu-hour-price", 0, "price of one GPU-hour, with --gpus (for cost per million output tokens)")
@@ -127,6 +129,9 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	if l.rampUp < 0 {
 		return usagef("--ramp-up: must not be negative")
 	}
+	if l.lockstep && l.rampUp > 0 {
+		return usagef("--lockstep: starts every user at once; it cannot go with --ramp-up")
+	}
 	switch l.sweep {
 	case "":
 	case "auto":
@@ -149,7 +154,7 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 func (l *loadFlags) shardLevels(levels []load.Level) []load.Level {
 	for i := range levels {
 		if levels[i].Load.Mode == "concurrency" {
-			levels[i].RampUp = l.rampUp
+			levels[i].RampUp, levels[i].Lockstep = l.rampUp, l.lockstep
 		}
 		levels[i] = l.shard.Apply(levels[i])
 	}
@@ -178,7 +183,7 @@ type levelRunner func(ctx context.Context, idx int, lv load.Level) (load.Result,
 // --repeat times, judges SLOs, and returns the levels in the order run.
 func (l *loadFlags) runLevels(ctx context.Context, planned []load.Level, template load.Level, run levelRunner, annotate func(*metrics.Level)) ([]metrics.Level, bool, error) {
 	var out []metrics.Level
-	template.Steps, template.ThinkTime, template.RampUp = l.steps, l.thinkTime, l.rampUp
+	template.Steps, template.ThinkTime, template.RampUp, template.Lockstep = l.steps, l.thinkTime, l.rampUp, l.lockstep
 	next := func(i int) (load.Level, bool) {
 		if l.autoSweep == nil {
 			if i < len(planned) {
@@ -248,7 +253,7 @@ func (l *loadFlags) describe() map[string]any {
 		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
 		"start_at": l.startAt,
 		"workload": l.workload, "steps": l.steps, "think_time": l.thinkTime.String(),
-		"ramp_up":  l.rampUp.String(),
+		"ramp_up":  l.rampUp.String(), "lockstep": l.lockstep,
 		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
 	}
 }

@@ -141,3 +141,34 @@ func TestServeRunsUntilCanceled(t *testing.T) {
 		t.Fatal("serve did not stop after its context was canceled")
 	}
 }
+
+// TestSimulateSteadyByDefault: simulate starts a level's users spread over
+// one request's duration, as bench does, so TTFT at 4 users stays near one
+// user's for equal prompts (no burst of four simultaneous prefills); with
+// --lockstep the four prefill together, and the first requests' TTFT is
+// four prefills long.
+func TestSimulateSteadyByDefault(t *testing.T) {
+	ttft := func(args ...string) (c1, c4 float64, lv metrics.Level) {
+		t.Helper()
+		code, stdout, stderr := runCLI(t.Context(), nil, append([]string{"simulate", "--concurrency", "1,4",
+			"--input-tokens", "1024", "--output-tokens", "128", "--format", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var got struct {
+			Levels []metrics.Level `json:"levels"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Levels[0].TTFT.P50, got.Levels[1].TTFT.P50, got.Levels[1]
+	}
+	c1, c4, lv := ttft()
+	if c4 > 1.5*c1 || lv.Lockstep || lv.StartSpreadMs <= 0 {
+		t.Errorf("default: TTFT p50 %.1f ms at c=4 against %.1f at c=1 (want within 1.5×), lockstep %v, spread %.1f ms", c4, c1, lv.Lockstep, lv.StartSpreadMs)
+	}
+	c1, c4, lv = ttft("--lockstep")
+	if c4 < 3.5*c1 || !lv.Lockstep {
+		t.Errorf("--lockstep: TTFT p50 %.1f ms at c=4 against %.1f at c=1, want about 4×; lockstep %v", c4, c1, lv.Lockstep)
+	}
+}

@@ -17,6 +17,7 @@ func newSimulateCmd(env Env) *cobra.Command {
 		f                       simFlags
 		concurrency, format     string
 		requests, input, output int
+		lockstep                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -52,19 +53,39 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 				Schema: metrics.Schema,
 				Target: metrics.Target{URL: "virtual", API: "sim", Model: f.model, Simulated: true},
 			}
+			// As bench does, a level's users start spread over one
+			// request's duration (measured here on an idle engine), unless
+			// --lockstep starts them together.
+			var spread time.Duration
+			if !lockstep {
+				one, err := sim.RunClosedLoop(cmd.Context(), cfg.Engine, cfg.Cost, sim.ClosedLoop{
+					Users: 1, Requests: 1, PromptTokens: input, MaxTokens: output,
+				})
+				if err != nil {
+					return err
+				}
+				if at := one[0].ChunkAt; len(at) > 0 {
+					spread = at[len(at)-1] - one[0].Arrival
+				}
+			}
 			for i, c := range users {
 				n := requests
 				if n == 0 {
 					n = max(4*c, 16)
 				}
 				traces, err := sim.RunClosedLoop(cmd.Context(), cfg.Engine, cfg.Cost, sim.ClosedLoop{
-					Users: c, Requests: n, PromptTokens: input, MaxTokens: output,
+					Users: c, Requests: n, PromptTokens: input, MaxTokens: output, StartSpread: spread,
 				})
 				if err != nil {
 					return err
 				}
 				load := metrics.Load{Mode: "concurrency", Concurrency: c}
-				sum.Levels = append(sum.Levels, metrics.Summarize(load, traceRecords(i, traces), 0))
+				lv := metrics.Summarize(load, traceRecords(i, traces), 0)
+				if c > 1 {
+					lv.Lockstep = lockstep
+					lv.StartSpreadMs = float64(spread) / float64(time.Millisecond)
+				}
+				sum.Levels = append(sum.Levels, lv)
 			}
 			if format == "json" {
 				return writeSimJSON(env, sum, &f, input, output)
@@ -80,6 +101,7 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 	fl.IntVar(&input, "input-tokens", 512, "prompt length in tokens")
 	fl.IntVar(&output, "output-tokens", 128, "max tokens of each request")
 	fl.StringVar(&format, "format", "table", "stdout format: table, json")
+	fl.BoolVar(&lockstep, "lockstep", false, "start each level's users at the same instant (the default spreads them over one request's duration, as bench does)")
 	return cmd
 }
 
