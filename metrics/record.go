@@ -104,6 +104,19 @@ type ServerTiming struct {
 	EvaluatedOnly bool `json:"-"`
 }
 
+// AlignedDecodeTPS is the server's decode rate counted as tokbench counts
+// its own: the tokens after the first over the time after it. Servers
+// (llama.cpp's predicted_per_second, Ollama's eval_count/eval_duration)
+// count every token over their decode time, which starts at the first
+// token: (PredictedTokens − 1) / PredictedMs lines the two up. False when
+// the server gave no token count.
+func (s *ServerTiming) AlignedDecodeTPS() (float64, bool) {
+	if s == nil || s.PredictedTokens < 2 || s.PredictedMs <= 0 {
+		return 0, false
+	}
+	return float64(s.PredictedTokens-1) / (s.PredictedMs / 1000), true
+}
+
 // TTFTMs is the server's own share of the time to first token: model load
 // plus prefill. 0 when the server did not report its prefill time.
 func (s *ServerTiming) TTFTMs() float64 {

@@ -94,6 +94,9 @@ type Level struct {
 	TTFTSched *Stats `json:"ttft_from_scheduled_ms,omitempty"`
 	E2ESched  *Stats `json:"e2e_from_scheduled_ms,omitempty"`
 	ServerTPS *Stats `json:"server_decode_tps,omitempty"`
+	// ServerAlignedTPS is the server's decode rate counted as tokbench
+	// counts its own (the tokens after the first over the time after it).
+	ServerAlignedTPS *Stats `json:"server_decode_tps_aligned,omitempty"`
 	// ServerPrefillMs and ServerTTFTMs (load + prefill) are the server's own
 	// timing; ClientMinusServer is what the client measured beyond it.
 	ServerPrefillMs   *Stats     `json:"server_prefill_ms,omitempty"`

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/tokbench/tokbench/metrics"
@@ -20,17 +21,39 @@ func serverNote(lv metrics.Level) string {
 		server = append(server, fmt.Sprintf("TTFT p50 %.4g ms (load+prefill)", s.P50))
 	}
 	if s := lv.ServerTPS; s != nil {
-		server = append(server, fmt.Sprintf("decode p50 %.4g tok/s", s.P50))
+		if a := lv.ServerAlignedTPS; a != nil {
+			server = append(server, fmt.Sprintf("decode p50 %.4g tok/s (%.4g counted as tokbench counts: the tokens after the first)", s.P50, a.P50))
+		} else {
+			server = append(server, fmt.Sprintf("decode p50 %.4g tok/s", s.P50))
+		}
 	}
 	if s := g.TTFTMs; s != nil {
-		gap = append(gap, fmt.Sprintf("TTFT %+.4g ms", s.P50))
+		if g.QueueDominates() {
+			gap = append(gap, fmt.Sprintf("TTFT %s ms: server queue %s ms (waiting for a free slot: the server's prefill time leaves it out) and network, proxy, client %s ms (the level's smallest difference)",
+				signed(s.P50), signed(g.QueueMs.P50), signed(g.NetworkMs)))
+		} else {
+			gap = append(gap, fmt.Sprintf("TTFT %s ms (network, proxy, client)", signed(s.P50)))
+		}
 	}
 	if s := g.DecodeTPS; s != nil {
-		gap = append(gap, fmt.Sprintf("decode %+.4g tok/s", s.P50))
+		gap = append(gap, fmt.Sprintf("decode %s tok/s", signed(s.P50)))
 	}
 	if s := g.E2EMs; s != nil {
-		gap = append(gap, fmt.Sprintf("E2E %+.4g ms", s.P50))
+		gap = append(gap, fmt.Sprintf("E2E %s ms", signed(s.P50)))
 	}
-	return fmt.Sprintf("%s: server-reported %s; client − server p50: %s (network, proxy, client) over %d requests",
+	return fmt.Sprintf("%s: server-reported %s; client − server p50: %s; over %d requests",
 		lv.Load, strings.Join(server, ", "), strings.Join(gap, ", "), g.Requests)
+}
+
+// signed is a difference with its sign, in plain notation at any size
+// (never 1.196e+04).
+func signed(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 100:
+		return fmt.Sprintf("%+.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%+.1f", v)
+	}
+	return fmt.Sprintf("%+.2f", v)
 }
