@@ -253,7 +253,7 @@ func (l *loadFlags) describe() map[string]any {
 		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
 		"start_at": l.startAt,
 		"workload": l.workload, "steps": l.steps, "think_time": l.thinkTime.String(),
-		"ramp_up":  l.rampUp.String(), "lockstep": l.lockstep,
+		"ramp_up": l.rampUp.String(), "lockstep": l.lockstep,
 		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
 	}
 }
