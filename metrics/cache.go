@@ -31,6 +31,12 @@ func (c *PromptCache) Hits() int {
 	return c.HitRequests + c.LikelyHits
 }
 
+// hitShare: a request counts as served from the cache when the cache held
+// at least this share of its prompt. Servers that keep the longest common
+// prefix (llama.cpp) always reuse the few tokens every prompt starts with
+// (BOS, the chat template's opening): that is no hit that matters.
+const hitShare = 0.1
+
 // likelyHitFactor: a prefill this much faster per token than the level's
 // median is taken for a cache hit.
 const likelyHitFactor = 4
@@ -47,7 +53,7 @@ func (lv *Level) summarizeCache(recs []Record) {
 			c.Reported++
 			c.PromptTokens += r.InputTokens
 			c.CachedTokens += r.CachedTokens
-			if r.CachedTokens > 0 {
+			if r.CachedTokens > 0 && float64(r.CachedTokens) >= hitShare*float64(r.InputTokens) {
 				c.HitRequests++
 			}
 			continue

@@ -26,6 +26,11 @@ func TestPromptCacheReported(t *testing.T) {
 	if !hasWarning(lv.Warnings, "prompt cache: the server served 2 of 4 requests") {
 		t.Errorf("no cache warning in %q", lv.Warnings)
 	}
+	// llama.cpp reuses the 2 tokens every prompt starts with: no hit.
+	lv = Summarize(Load{Mode: "concurrency", Concurrency: 1}, []Record{cacheRec(514, 2, true, 0), cacheRec(514, 0, true, 0)}, 1)
+	if lv.PromptCache == nil || lv.PromptCache.CachedTokens != 2 || lv.PromptCache.HitRequests != 0 {
+		t.Errorf("a shared 2-token start: %+v", lv.PromptCache)
+	}
 	lv = Summarize(Load{Mode: "concurrency", Concurrency: 1}, recs[1:3], 1)
 	if lv.PromptCache == nil || lv.PromptCache.HitRequests != 0 || hasWarning(lv.Warnings, "prompt cache") {
 		t.Errorf("no hits: %+v, warnings %q", lv.PromptCache, lv.Warnings)
