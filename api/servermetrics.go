@@ -1,49 +1,86 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/tokbench/tokbench/metrics"
 )
 
-// Histogram is the running _sum and _count of a Prometheus histogram,
-// every label set (model_name, engine) added together.
+// Histogram is the running _sum and _count of a Prometheus histogram (or
+// summary), every label set (model_name, engine) added together. A counter
+// keeps its value in Sum, with Count 0.
 type Histogram struct {
 	Sum, Count float64
 }
 
-// MetricsSnapshot is one scrape of a server's latency histograms, by name.
+// MetricsSnapshot is one scrape of the series a server's /metrics holds
+// that ServerMetrics reads, by name.
 type MetricsSnapshot map[string]Histogram
 
-// The vLLM histograms ServerMetrics reads, all in seconds. TPOT prefers the
-// per-request series (one observation per finished request, as the client's
-// TPOT), then the per-token ones: inter_token_latency (vLLM 0.11 on) and
-// time_per_output_token (older vLLM; newer ones keep it as a deprecated
-// alias).
-const (
-	seriesTTFT    = "vllm:time_to_first_token_seconds"
-	seriesE2E     = "vllm:e2e_request_latency_seconds"
-	seriesQueue   = "vllm:request_queue_time_seconds"
-	seriesPrefill = "vllm:request_prefill_time_seconds"
-	seriesDecode  = "vllm:request_decode_time_seconds"
-)
-
-var tpotSeries = []string{
-	"vllm:request_time_per_output_token_seconds",
-	"vllm:inter_token_latency_seconds",
-	"vllm:time_per_output_token_seconds",
+// The histograms ServerMetrics reads, all in seconds, per engine: vLLM's
+// (and tokbench's simulator's), SGLang's (the same names under sglang:)
+// and TGI's. TPOT prefers the per-request series (one observation per
+// finished request, as the client's TPOT), then the per-token ones:
+// inter_token_latency (vLLM 0.11 on) and time_per_output_token (older vLLM;
+// newer ones keep it as a deprecated alias).
+type engineSeries struct {
+	engine                            string
+	ttft, e2e, queue, prefill, decode string
+	tpot                              []string
 }
 
-// latencySeries are the histograms a snapshot keeps.
-var latencySeries = append([]string{seriesTTFT, seriesE2E, seriesQueue, seriesPrefill, seriesDecode}, tpotSeries...)
+var engines = []engineSeries{
+	{engine: "vllm", ttft: "vllm:time_to_first_token_seconds", e2e: "vllm:e2e_request_latency_seconds",
+		queue: "vllm:request_queue_time_seconds", prefill: "vllm:request_prefill_time_seconds", decode: "vllm:request_decode_time_seconds",
+		tpot: []string{"vllm:request_time_per_output_token_seconds", "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}},
+	{engine: "sglang", ttft: "sglang:time_to_first_token_seconds", e2e: "sglang:e2e_request_latency_seconds",
+		queue: "sglang:queue_time_seconds",
+		tpot:  []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"}},
+	{engine: "tgi", e2e: "tgi_request_duration", queue: "tgi_request_queue_duration", decode: "tgi_request_inference_duration",
+		tpot: []string{"tgi_request_mean_time_per_token_duration"}},
+}
+
+// llama.cpp exports counters, no latency histograms: tokens and seconds of
+// prompt processing and of generation, summed over its slots.
+const (
+	llamacppPromptTokens     = "llamacpp:prompt_tokens_total"
+	llamacppPromptSeconds    = "llamacpp:prompt_seconds_total"
+	llamacppPredictedTokens  = "llamacpp:tokens_predicted_total"
+	llamacppPredictedSeconds = "llamacpp:tokens_predicted_seconds_total"
+)
+
+// The vLLM names, for tests and callers that name one series.
+const (
+	seriesTTFT = "vllm:time_to_first_token_seconds"
+	seriesE2E  = "vllm:e2e_request_latency_seconds"
+)
+
+var tpotSeries = engines[0].tpot
+
+// wanted reports whether a snapshot keeps the series name.
+func wanted(name string) bool {
+	switch name {
+	case llamacppPromptTokens, llamacppPromptSeconds, llamacppPredictedTokens, llamacppPredictedSeconds:
+		return true
+	}
+	for _, e := range engines {
+		for _, s := range append([]string{e.ttft, e.e2e, e.queue, e.prefill, e.decode}, e.tpot...) {
+			if s != "" && s == name {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // MetricsURL is the server's /metrics beside the API root: base loses a
 // trailing /v1 as vLLM serves /metrics at the host's root.
@@ -81,85 +118,63 @@ func ScrapeMetrics(ctx context.Context, c *http.Client, base string, header http
 	return snap, nil
 }
 
-// ParseMetrics reads the Prometheus text exposition format and keeps the
-// _sum and _count of the latency histograms ServerMetrics uses. Other
-// series, comments and timestamps are skipped; a sample line it cannot
-// read is an error naming the line.
+// ParseMetrics reads the Prometheus text exposition format with
+// prometheus/common's parser and keeps the series ServerMetrics uses:
+// histograms' and summaries' _sum and _count, counters' values, every label
+// set added together. A text it cannot read is an error naming the line.
 func ParseMetrics(r io.Reader) (MetricsSnapshot, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
 	snap := MetricsSnapshot{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest, ok := splitSample(line)
-		if !ok {
-			return nil, fmt.Errorf("line %d: not a sample: %.80q", n, line)
-		}
-		base, field := "", ""
-		if b, ok := strings.CutSuffix(name, "_sum"); ok {
-			base, field = b, "sum"
-		} else if b, ok := strings.CutSuffix(name, "_count"); ok {
-			base, field = b, "count"
-		} else {
-			continue
+	for name, f := range families {
+		// A histogram exported without its # TYPE line parses as untyped
+		// _sum and _count families.
+		base, field := name, ""
+		if f.GetType() == dto.MetricType_UNTYPED {
+			if b, ok := strings.CutSuffix(name, "_sum"); ok && wanted(b) {
+				base, field = b, "sum"
+			} else if b, ok := strings.CutSuffix(name, "_count"); ok && wanted(b) {
+				base, field = b, "count"
+			}
 		}
 		if !wanted(base) {
 			continue
 		}
-		valStr, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
-		v, err := strconv.ParseFloat(valStr, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("line %d: %s: bad value %.40q", n, name, valStr)
-		}
 		h := snap[base]
-		if field == "sum" {
-			h.Sum += v
-		} else {
-			h.Count += v
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetHistogram() != nil:
+				hist := m.GetHistogram()
+				h.Sum += hist.GetSampleSum()
+				if c := hist.GetSampleCountFloat(); c > 0 {
+					h.Count += c // a float histogram's count
+				} else {
+					h.Count += float64(hist.GetSampleCount())
+				}
+			case m.GetSummary() != nil:
+				h.Sum += m.GetSummary().GetSampleSum()
+				h.Count += float64(m.GetSummary().GetSampleCount())
+			case m.GetCounter() != nil:
+				h.Sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				h.Sum += m.GetGauge().GetValue()
+			case m.GetUntyped() != nil:
+				if field == "count" {
+					h.Count += m.GetUntyped().GetValue()
+				} else {
+					h.Sum += m.GetUntyped().GetValue()
+				}
+			}
+		}
+		if math.IsNaN(h.Sum) || math.IsInf(h.Sum, 0) || math.IsNaN(h.Count) || math.IsInf(h.Count, 0) {
+			return nil, fmt.Errorf("%s: not a number", name)
 		}
 		snap[base] = h
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	return snap, nil
-}
-
-func wanted(name string) bool {
-	for _, s := range latencySeries {
-		if s == name {
-			return true
-		}
-	}
-	return false
-}
-
-// splitSample splits `name{labels} value [timestamp]` into the name and what
-// follows the labels. Label values may hold spaces, braces and escaped quotes.
-func splitSample(line string) (name, rest string, ok bool) {
-	i := strings.IndexAny(line, "{ \t")
-	if i <= 0 {
-		return "", "", false
-	}
-	name, rest = line[:i], line[i:]
-	if rest[0] != '{' {
-		return name, rest, true
-	}
-	quoted := false
-	for j := 1; j < len(rest); j++ {
-		switch c := rest[j]; {
-		case quoted && c == '\\':
-			j++
-		case c == '"':
-			quoted = !quoted
-		case !quoted && c == '}':
-			return name, rest[j+1:], true
-		}
-	}
-	return "", "", false
 }
 
 // Sub is the change from before to s, series by series. A series missing
@@ -185,32 +200,52 @@ func (s MetricsSnapshot) Add(o MetricsSnapshot) {
 	}
 }
 
-// ServerMetrics turns a delta (see Sub) into the level's server-side means
-// in milliseconds. ok is false when neither TTFT nor E2E moved: the server
-// exports no such histograms, or finished no request.
+// ServerMetrics turns a delta (see Sub) into the level's server-side
+// figures: means in milliseconds of the first engine's histograms that
+// moved (vLLM, SGLang, TGI), or llama.cpp's prompt and generation rates.
+// ok is false when none moved: the server exports none of these series,
+// or finished no request.
 func (s MetricsSnapshot) ServerMetrics() (sm metrics.ServerMetrics, ok bool) {
 	mean := func(name string) float64 {
 		h := s[name]
-		if h.Count <= 0 {
+		if name == "" || h.Count <= 0 {
 			return 0
 		}
 		return h.Sum / h.Count * 1000
 	}
-	sm.TTFTMsMean, sm.E2EMsMean = mean(seriesTTFT), mean(seriesE2E)
-	sm.QueueMsMean, sm.PrefillMsMean, sm.DecodeMsMean = mean(seriesQueue), mean(seriesPrefill), mean(seriesDecode)
-	for _, name := range tpotSeries {
-		if v := mean(name); v > 0 {
-			sm.TPOTMsMean, sm.TPOTSeries = v, name
-			break
+	for _, e := range engines {
+		n := s[e.e2e].Count
+		if n <= 0 {
+			n = s[e.ttft].Count
 		}
+		if n <= 0 {
+			continue
+		}
+		sm = metrics.ServerMetrics{Engine: e.engine, Requests: int(n)}
+		sm.TTFTMsMean, sm.E2EMsMean = mean(e.ttft), mean(e.e2e)
+		sm.QueueMsMean, sm.PrefillMsMean, sm.DecodeMsMean = mean(e.queue), mean(e.prefill), mean(e.decode)
+		for _, name := range e.tpot {
+			if v := mean(name); v > 0 {
+				sm.TPOTMsMean, sm.TPOTSeries = v, name
+				break
+			}
+		}
+		return sm, true
 	}
-	switch {
-	case s[seriesE2E].Count > 0:
-		sm.Requests = int(s[seriesE2E].Count)
-	case s[seriesTTFT].Count > 0:
-		sm.Requests = int(s[seriesTTFT].Count)
-	default:
-		return metrics.ServerMetrics{}, false
+	rate := func(tokens, seconds string) float64 {
+		if sec := s[seconds].Sum; sec > 0 {
+			return s[tokens].Sum / sec
+		}
+		return 0
 	}
-	return sm, true
+	sm = metrics.ServerMetrics{Engine: "llamacpp",
+		PromptTokensPerSecond:    rate(llamacppPromptTokens, llamacppPromptSeconds),
+		PredictedTokensPerSecond: rate(llamacppPredictedTokens, llamacppPredictedSeconds),
+		PromptTokens:             int(s[llamacppPromptTokens].Sum),
+		PredictedTokens:          int(s[llamacppPredictedTokens].Sum),
+	}
+	if sm.PredictedTokens > 0 {
+		return sm, true
+	}
+	return metrics.ServerMetrics{}, false
 }

@@ -110,16 +110,43 @@ func TestParseMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, err := ParseMetrics(strings.NewReader(string(raw)))
-	if err != nil || len(snap) != 0 {
+	if err != nil || len(snap) != 4 || snap[llamacppPromptTokens].Sum != 29 || snap[llamacppPredictedSeconds].Sum != 0.134 {
 		t.Errorf("llama.cpp capture: %v, %v", snap, err)
+	}
+	// Over a level: the counters' deltas give its prompt and generation rates.
+	sm, ok := MetricsSnapshot{llamacppPromptTokens: {Sum: 2048}, llamacppPromptSeconds: {Sum: 4},
+		llamacppPredictedTokens: {Sum: 512}, llamacppPredictedSeconds: {Sum: 8}}.ServerMetrics()
+	if !ok || sm.Engine != "llamacpp" || sm.PromptTokensPerSecond != 512 || sm.PredictedTokensPerSecond != 64 || sm.PredictedTokens != 512 {
+		t.Errorf("llama.cpp delta: %+v, %v", sm, ok)
 	}
 	for _, bad := range []string{
 		"vllm:e2e_request_latency_seconds_sum{model_name=\"m\" 3\n",
 		"vllm:e2e_request_latency_seconds_count{} many\n",
-		"vllm:e2e_request_latency_seconds_sum NaN\n",
 	} {
 		if _, err := ParseMetrics(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("ParseMetrics(%q) error = %v, want one naming line 1", bad, err)
+		}
+	}
+	if _, err := ParseMetrics(strings.NewReader("vllm:e2e_request_latency_seconds_sum NaN\n")); err == nil || !strings.Contains(err.Error(), "vllm:e2e_request_latency_seconds_sum") {
+		t.Errorf("NaN sum: error %v, want one naming the series", err)
+	}
+}
+
+// TestServerMetricsEngines: SGLang's and TGI's histograms are read as
+// vLLM's are, and say whose they are.
+func TestServerMetricsEngines(t *testing.T) {
+	for _, c := range []struct {
+		engine, e2e, tpot string
+	}{{"sglang", "sglang:e2e_request_latency_seconds", "sglang:inter_token_latency_seconds"}, {"tgi", "tgi_request_duration", "tgi_request_mean_time_per_token_duration"}} {
+		page := fmt.Sprintf("# TYPE %s histogram\n%s_bucket{le=\"+Inf\"} 4\n%s_sum 2\n%s_count 4\n# TYPE %s histogram\n%s_bucket{le=\"+Inf\"} 40\n%s_sum 0.8\n%s_count 40\n",
+			c.e2e, c.e2e, c.e2e, c.e2e, c.tpot, c.tpot, c.tpot, c.tpot)
+		snap, err := ParseMetrics(strings.NewReader(page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm, ok := snap.ServerMetrics()
+		if !ok || sm.Engine != c.engine || sm.Requests != 4 || sm.E2EMsMean != 500 || sm.TPOTMsMean != 20 || sm.TPOTSeries != c.tpot {
+			t.Errorf("%s: %+v, %v", c.engine, sm, ok)
 		}
 	}
 }
@@ -135,7 +162,7 @@ func FuzzParseMetrics(f *testing.F) {
 			return
 		}
 		for k, h := range snap {
-			if !wanted(k) || math.IsNaN(h.Sum) || math.IsNaN(h.Count) {
+			if !wanted(k) || math.IsNaN(h.Sum) || math.IsNaN(h.Count) || math.IsInf(h.Sum, 0) {
 				t.Fatalf("%q: %+v", k, h)
 			}
 		}

@@ -10,7 +10,10 @@ type ServerMetrics struct {
 	// Requests is how many requests the server's E2E (else TTFT) histogram
 	// counted over the level: the level's completed requests, unless
 	// someone else used the server meanwhile.
-	Requests      int     `json:"requests"`
+	Requests int `json:"requests"`
+	// Engine names whose series these are: vllm (and tokbench's
+	// simulator), sglang, tgi or llamacpp.
+	Engine        string  `json:"engine,omitempty"`
 	TTFTMsMean    float64 `json:"ttft_ms_mean,omitempty"`
 	TPOTMsMean    float64 `json:"tpot_ms_mean,omitempty"`
 	E2EMsMean     float64 `json:"e2e_ms_mean,omitempty"`
@@ -20,6 +23,13 @@ type ServerMetrics struct {
 	// TPOTSeries names the histogram TPOT came from: a per-request one
 	// (vllm:request_time_per_output_token_seconds) or a per-token one.
 	TPOTSeries string `json:"tpot_series,omitempty"`
+	// llama.cpp exports no latency histograms, only counters: the prompt
+	// and generated tokens it processed over the level, and its rates
+	// (tokens over the seconds its slots spent, summed over slots).
+	PromptTokens             int     `json:"prompt_tokens,omitempty"`
+	PredictedTokens          int     `json:"predicted_tokens,omitempty"`
+	PromptTokensPerSecond    float64 `json:"prompt_tokens_per_second,omitempty"`
+	PredictedTokensPerSecond float64 `json:"predicted_tokens_per_second,omitempty"`
 	// ClientMinus is the client's mean minus the server's, for each mean
 	// both have: what the network, proxies and the client added.
 	ClientMinus *ServerMeans `json:"client_minus_server,omitempty"`

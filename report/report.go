@@ -191,6 +191,10 @@ func serverMetricsNote(lv metrics.Level) string {
 	if sm == nil {
 		return ""
 	}
+	if sm.Engine == "llamacpp" {
+		return fmt.Sprintf("%s: llama.cpp /metrics over the level: %d prompt tokens at %.4g tok/s, %d generated at %.4g tok/s (per busy slot)",
+			lv.Load, sm.PromptTokens, sm.PromptTokensPerSecond, sm.PredictedTokens, sm.PredictedTokensPerSecond)
+	}
 	var server, gap []string
 	for _, m := range []struct {
 		name string

@@ -310,8 +310,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
 	}
-	if d := plan.detected; f.apiName == "auto" && d != nil && (d.Engine == "vllm" || d.Engine == sim.EngineName) {
-		f.serverMetrics = true
+	if d := plan.detected; f.apiName == "auto" && d != nil {
+		switch d.Engine {
+		case "vllm", "sglang", "tgi", "llama.cpp", sim.EngineName:
+			f.serverMetrics = true
+		}
 	}
 	engine := "" // what the probes already made say the server is
 	if d := plan.detected; f.apiName == "auto" && d != nil {
@@ -456,6 +459,7 @@ type serverScrape struct {
 	delta  api.MetricsSnapshot
 	warn   *[]string // the summary's warnings: a failed scrape is said once
 	failed bool
+	none   bool // said that the scrapes held no series tokbench reads
 }
 
 func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error), warmup func(load.Level)) (load.Result, error) {
@@ -483,6 +487,9 @@ func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.
 func (s *serverScrape) annotate(lv *metrics.Level) {
 	if sm, ok := s.delta.ServerMetrics(); ok {
 		lv.SetServerMetrics(sm)
+	} else if !s.failed && !s.none {
+		s.none = true
+		*s.warn = append(*s.warn, "--server-metrics: the server's /metrics moved none of the series tokbench reads (vLLM's, SGLang's, TGI's, llama.cpp's): no server-side figures")
 	}
 	s.delta = api.MetricsSnapshot{}
 }
