@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -204,9 +205,39 @@ func metaRows(run *results.Run, s metrics.Summary) [][2]string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		rows = append(rows, [2]string{"config " + k, fmt.Sprint(run.Config[k])})
+		if v, ok := configValue(run.Config[k]); ok {
+			rows = append(rows, [2]string{"config " + k, v})
+		}
 	}
 	return rows
+}
+
+// configValue is a run.json configuration value as people read it: text
+// as it is, numbers and booleans plainly, lists and objects as compact
+// JSON (never Go's map[…] or <nil>); false for a value that is not set
+// (null, "", an empty list or object).
+func configValue(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, x != ""
+	case []any:
+		if len(x) == 0 {
+			return "", false
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			return "", false
+		}
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the template escapes for HTML itself
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v), true
+	}
+	return strings.TrimSuffix(b.String(), "\n"), true
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -227,6 +258,7 @@ body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.meta td{overflow-wrap:anywhere;word-break:break-word}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #eee;background:#fff}
 .warn{background:#fff4e5;border-left:4px solid #f0a020;padding:6px 10px;margin:6px 0}
 .sim{color:#b00;font-weight:bold}
@@ -251,7 +283,7 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{range .Rows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}</table>
 <p>For decode TPS, higher is better: "P95 (slowest 5%)" is the 5th percentile, the rate 95% of requests beat.</p>
-{{if or .Verdicts .Statements}}<h2>Service-level objectives</h2>
+{{if or .Verdicts .Statements}}<h2>{{if .Verdicts}}Service-level objectives{{else}}Capacity{{end}}</h2>
 {{if .SLOs}}<p>Objectives: {{range $i, $o := .SLOs}}{{if $i}}, {{end}}<code>{{$o}}</code>{{end}}</p>{{end}}
 {{range .Statements}}<p class="statement">{{.}}</p>
 {{end}}{{if .Verdicts}}<table class="slo"><tr><th>load</th><th>verdict</th><th>objective</th><th class="n">measured</th><th>result</th></tr>
@@ -265,7 +297,7 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{if .Hists}}<h2>Distributions per level</h2>
 <div class="charts">{{range .Hists}}{{.}}{{end}}</div>{{end}}
 <h2>Run</h2>
-<table>{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+<table class="meta">{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>
 {{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
 {{end}}{{end}}

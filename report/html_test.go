@@ -67,3 +67,26 @@ func TestNiceScale(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigValues: run.json's configuration reads as JSON in the report,
+// never as Go's map[…] or <nil>, and unset values are left out.
+func TestConfigValues(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+		ok   bool
+	}{
+		{nil, "", false}, {"", "", false}, {[]any{}, "", false}, {map[string]any{}, "", false},
+		{"auto", "auto", true}, {float64(4), "4", true}, {true, "true", true},
+		{[]any{float64(1), float64(4)}, "[1,4]", true},
+		{map[string]any{"slo": "ttft_p95<=1s", "repeat": float64(1)}, `{"repeat":1,"slo":"ttft_p95<=1s"}`, true},
+	} {
+		got, ok := configValue(c.v)
+		if got != c.want || ok != c.ok {
+			t.Errorf("configValue(%#v) = %q, %v; want %q, %v", c.v, got, ok, c.want, c.ok)
+		}
+		if strings.Contains(got, "map[") || strings.Contains(got, "<nil>") {
+			t.Errorf("configValue(%#v) = %q: a Go value", c.v, got)
+		}
+	}
+}
