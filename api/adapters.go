@@ -45,6 +45,19 @@ func ByName(name string) (Adapter, error) {
 	return nil, fmt.Errorf("unknown API %q (known: %s, auto)", name, strings.Join(Names, ", "))
 }
 
+// SendsIgnoreEOS reports whether the adapter's API can ask the server to
+// generate past the end of sequence (Request.IgnoreEOS): the OpenAI-style
+// APIs (vLLM, SGLang, llama.cpp take ignore_eos) and llama.cpp's native
+// one. Ollama's, Anthropic's, TGI's and the Responses API have no such
+// option, and the request goes without it.
+func SendsIgnoreEOS(a Adapter) bool {
+	switch a.(type) {
+	case OpenAI, LlamaCpp:
+		return true
+	}
+	return false
+}
+
 // KeyHeader is the header an adapter sends an API key in: Anthropic's
 // x-api-key, else "Authorization: Bearer …".
 func KeyHeader(a Adapter, key string) (name, value string) {

@@ -59,3 +59,20 @@ func hasWarning(ws []string, s string) bool {
 	}
 	return false
 }
+
+// TestModelLoadWarned: a request during which the server loaded the model
+// (Ollama's load_duration, a cold first request) is named as such.
+func TestModelLoadWarned(t *testing.T) {
+	cold := cacheRec(130, 0, false, 300)
+	cold.Server.LoadMs = 1151
+	warm := cacheRec(130, 0, false, 300)
+	warm.Server.LoadMs = 0.2
+	lv := Summarize(Load{Mode: "concurrency", Concurrency: 1}, []Record{cold, warm, warm}, 1)
+	if !hasWarning(lv.Warnings, "model load: the server loaded the model during 1 of 3 requests (up to 1151 ms") {
+		t.Errorf("warnings %q", lv.Warnings)
+	}
+	lv = Summarize(Load{Mode: "concurrency", Concurrency: 1}, []Record{warm, warm}, 1)
+	if hasWarning(lv.Warnings, "model load") {
+		t.Errorf("warm requests warned: %q", lv.Warnings)
+	}
+}

@@ -1,6 +1,9 @@
 package metrics
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // ServerGap is the client's measurement minus the server's own report, per
 // request that carried server timing. A server's prefill time covers its
@@ -48,7 +51,8 @@ func (g *ServerGap) QueueDominates() bool { return g.queueMs() > 0 }
 // client-minus-server gap from the records that carry server timing.
 func (lv *Level) summarizeServer(recs []Record) {
 	var prefill, ttft, gapTTFT, gapTPS, gapE2E, aligned []float64
-	n := 0
+	n, loads := 0, 0
+	loadMax := 0.0
 	for i := range recs {
 		r := &recs[i]
 		s := r.Server
@@ -56,6 +60,10 @@ func (lv *Level) summarizeServer(recs []Record) {
 			continue
 		}
 		n++
+		if s.LoadMs >= modelLoadMs {
+			loads++
+			loadMax = max(loadMax, s.LoadMs)
+		}
 		if s.PromptMs > 0 {
 			prefill = append(prefill, s.PromptMs)
 			ttft = append(ttft, s.TTFTMs())
@@ -96,4 +104,13 @@ func (lv *Level) summarizeServer(recs []Record) {
 		g.QueueMs = ptr(queue)
 	}
 	lv.ClientMinusServer = g
+	if loads > 0 {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
+			"model load: the server loaded the model during %d of %d requests (up to %.0f ms, its load_duration), inside their TTFT: a cold start, not serving speed; a warm-up (--warmup 1) takes it",
+			loads, n, loadMax))
+	}
 }
+
+// modelLoadMs: a server-reported load time this long is a model load (a
+// warm Ollama reports well under a millisecond).
+const modelLoadMs = 50

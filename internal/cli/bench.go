@@ -310,6 +310,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
 	}
+	if f.ignoreEOS && !api.SendsIgnoreEOS(plan.adapter) {
+		note := fmt.Sprintf("--ignore-eos: the %s API has no way to generate past the end of sequence, so it is not sent; outputs may end before --output-tokens", plan.adapter.Name())
+		plan.notes = append(plan.notes, note)
+		fmt.Fprintln(env.Stderr, "tokbench: "+note)
+	}
 	if d := plan.detected; f.apiName == "auto" && d != nil {
 		switch d.Engine {
 		case "vllm", "sglang", "tgi", "llama.cpp", sim.EngineName:
@@ -585,7 +590,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"concurrency": conc, "rate": rates, "arrival": f.arrival, "burstiness": f.burstiness,
 		"max_concurrency": f.maxConcurrency, "requests": f.requests, "duration": f.duration.String(),
 		"warmup": f.warmup, "input_tokens": f.inputTokens, "output_tokens": f.outputTokens,
-		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "continuous_usage": p.continuousUsage(), "headers": hs,
+		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "ignore_eos_sent": f.ignoreEOS && api.SendsIgnoreEOS(p.adapter), "continuous_usage": p.continuousUsage(), "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
 		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "prompt_seed": f.promptSeed, "load": f.lf.describe(),
 		"http2": f.nf.http2, "connections": f.nf.connections,

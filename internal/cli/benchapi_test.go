@@ -10,7 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/results"
 )
 
@@ -86,5 +89,24 @@ func TestBenchAPIAutoNothing(t *testing.T) {
 	if code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
 		!strings.Contains(stderr, "--api auto") || !strings.Contains(stderr, "GET /props: HTTP 404") || !strings.Contains(stderr, "GET /health: HTTP 404") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestIgnoreEOSSaysWhatAnAPICannotDo: --ignore-eos against an API without
+// the option (Ollama's native one) is not sent, and the run says so; the
+// OpenAI-style API sends it.
+func TestIgnoreEOSSaysWhatAnAPICannotDo(t *testing.T) {
+	if ollama, openai := api.SendsIgnoreEOS(api.Ollama{Chat: true}), api.SendsIgnoreEOS(api.OpenAI{Chat: true}); ollama || !openai {
+		t.Fatalf("SendsIgnoreEOS: ollama %v, openai %v", ollama, openai)
+	}
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--api", "ollama-chat", "--model", "m",
+		"--concurrency", "1", "--requests", "1", "--warmup", "0", "--ignore-eos", "--format", "json")
+	if !strings.Contains(stderr, "--ignore-eos: the ollama-chat API has no way to generate past the end of sequence") {
+		t.Errorf("exit %d; stderr lacks the notice:\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "--ignore-eos: the ollama-chat API") {
+		t.Errorf("the summary's warnings lack the notice:\n%s", stdout)
 	}
 }
