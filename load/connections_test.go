@@ -188,6 +188,10 @@ func TestPhasesInOrder(t *testing.T) {
 			if res.Level.Connections.HTTP != wantHTTP {
 				t.Errorf("ran over %q, want %q", res.Level.Connections.HTTP, wantHTTP)
 			}
+			// HTTP/2 streams share a connection's reads: never kernel stamps.
+			if p := res.Records[0].Phases; path == "http2" && p.KernelStamps || path == "net-http" && p.KernelStamps {
+				t.Errorf("%s: a record claims kernel stamps", path)
+			}
 		})
 	}
 }

@@ -188,16 +188,17 @@ func phases(resp *api.Response) *metrics.Phases {
 		return ms(to.Sub(from))
 	}
 	out := &metrics.Phases{
-		ConnWaitMs:  since(p.Begin, p.GotConn),
-		DNSMs:       since(p.DNSStart, p.DNSDone),
-		ConnectMs:   since(p.ConnectStart, p.ConnectEnd),
-		TLSMs:       since(p.TLSStart, p.TLSEnd),
-		WriteMs:     since(resp.Start, p.Wrote),
-		FirstByteMs: since(resp.Start, p.FirstByte),
-		Reused:      p.Reused,
-		Reconnects:  p.Reconnects,
-		HTTP:        p.HTTP,
-		TLS:         p.TLS,
+		ConnWaitMs:   since(p.Begin, p.GotConn),
+		DNSMs:        since(p.DNSStart, p.DNSDone),
+		ConnectMs:    since(p.ConnectStart, p.ConnectEnd),
+		TLSMs:        since(p.TLSStart, p.TLSEnd),
+		WriteMs:      since(resp.Start, p.Wrote),
+		FirstByteMs:  since(resp.Start, p.FirstByte),
+		Reused:       p.Reused,
+		Reconnects:   p.Reconnects,
+		HTTP:         p.HTTP,
+		TLS:          p.TLS,
+		KernelStamps: resp.KernelStamps,
 	}
 	return out
 }

@@ -32,6 +32,11 @@ type Phases struct {
 	// HTTP and TLS are the protocol versions the request ran over.
 	HTTP string `json:"http,omitempty"`
 	TLS  string `json:"tls,omitempty"`
+	// KernelStamps is true when the answer's instants are the kernel's
+	// receive stamps, false when they are the instants tokbench read them
+	// (HTTP/2, whose streams share a connection's reads; a kernel or
+	// platform without SO_TIMESTAMPING).
+	KernelStamps bool `json:"kernel_stamps"`
 }
 
 // Connections summarises a level's connections: how many the level opened
