@@ -47,14 +47,17 @@ var ErrNotDetected = errors.New("no known API answered")
 // (/v1/models; vLLM's max_model_len, /version). header goes with every probe
 // (API keys). A server that answers /health alone, or nothing, is an error
 // wrapping ErrNotDetected whose message lists what was tried.
-func Detect(ctx context.Context, c *http.Client, base string, header http.Header) (Detection, error) {
+//
+// The model facts are model's, when the server lists it (the one to be
+// benchmarked); else the first listed model's.
+func Detect(ctx context.Context, c *http.Client, base string, header http.Header, model string) (Detection, error) {
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return Detection{}, fmt.Errorf("invalid URL %q: want http(s)://host[:port][/v1]", RedactURL(base))
 	}
 	u.RawQuery, u.Fragment = "", ""
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
-	p := &prober{c: c, root: u.String(), header: header}
+	p := &prober{c: c, root: u.String(), header: header, model: model}
 	d := Detection{Facts: map[string]string{}}
 
 	var ver struct {
@@ -71,7 +74,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 			d.Models = append(d.Models, m.Name)
 		}
 		if len(d.Models) > 0 {
-			p.ollamaShow(ctx, d.Models[0], &d)
+			p.ollamaShow(ctx, d.Models[pick(d.Models, model)], &d)
 		}
 		return p.done(d), nil
 	}
@@ -130,6 +133,7 @@ type prober struct {
 	c      *http.Client
 	root   string
 	header http.Header
+	model  string // the model whose facts are wanted ("": the first listed)
 	tried  []string
 }
 
@@ -208,7 +212,7 @@ func (p *prober) openaiModels(ctx context.Context, d *Detection) bool {
 	for _, m := range list.Data {
 		d.Models = append(d.Models, m.ID)
 	}
-	m := list.Data[0]
+	m := list.Data[pick(d.Models, p.model)]
 	if d.Engine == "" {
 		d.Engine = m.OwnedBy
 	}
@@ -269,3 +273,17 @@ func setFact(m map[string]string, k, v string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// pick is the index of model among listed names (Ollama's "name:latest"
+// matching a bare "name"), or 0: the first listed.
+func pick(listed []string, model string) int {
+	if model == "" {
+		return 0
+	}
+	for i, m := range listed {
+		if m == model || strings.TrimSuffix(m, ":latest") == strings.TrimSuffix(model, ":latest") {
+			return i
+		}
+	}
+	return 0
+}

@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +76,7 @@ func TestDetect(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := Detect(context.Background(), http.DefaultClient, fake(t, c.routes)+c.base, nil)
+			got, err := Detect(context.Background(), http.DefaultClient, fake(t, c.routes)+c.base, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +94,7 @@ func TestDetect(t *testing.T) {
 
 func TestDetectNothing(t *testing.T) {
 	base := fake(t, map[string]string{"GET /health": ``})
-	_, err := Detect(context.Background(), http.DefaultClient, base+"/v1", nil)
+	_, err := Detect(context.Background(), http.DefaultClient, base+"/v1", nil, "")
 	if !errors.Is(err, ErrNotDetected) {
 		t.Fatalf("err = %v, want ErrNotDetected", err)
 	}
@@ -110,8 +113,41 @@ func TestDetectNothing(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = Detect(context.Background(), http.DefaultClient, "http://"+addr, nil)
+	_, err = Detect(context.Background(), http.DefaultClient, "http://"+addr, nil, "")
 	if !errors.Is(err, ErrNotDetected) || !strings.Contains(err.Error(), "GET /props: connection_refused") {
 		t.Errorf("refused: %v", err)
+	}
+}
+
+// TestDetectFactsOfTheBenchmarkedModel: with several models served, the
+// facts are those of the model benchmarked, not of the first listed.
+func TestDetectFactsOfTheBenchmarkedModel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/version":
+			io.WriteString(w, `{"version":"0.24.0"}`)
+		case "/api/tags":
+			io.WriteString(w, `{"models":[{"name":"tiny-q8:latest"},{"name":"tiny-f16:latest"}]}`)
+		case "/api/show":
+			var body struct{ Model, Name string }
+			json.NewDecoder(r.Body).Decode(&body)
+			q := "Q8_0"
+			if body.Model == "tiny-f16:latest" || body.Name == "tiny-f16:latest" {
+				q = "F16"
+			}
+			fmt.Fprintf(w, `{"details":{"quantization_level":%q}}`, q)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for model, want := range map[string]string{"": "Q8_0", "tiny-f16": "F16", "tiny-f16:latest": "F16", "tiny-q8": "Q8_0"} {
+		d, err := Detect(context.Background(), srv.Client(), srv.URL, nil, model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Facts["model_quantization"]; got != want {
+			t.Errorf("--model %q: quantization %q, want %q", model, got, want)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (p *benchPlan) detect(ctx context.Context, env Env, f *benchFlags, c *http.
 	default:
 		return nil
 	}
-	d, err := api.Detect(ctx, c, base, p.header)
+	d, err := api.Detect(ctx, c, base, p.header, f.model)
 	if err != nil {
 		if auto {
 			return usagef("--api auto: %s", api.Scrub(err.Error(), p.secrets))
