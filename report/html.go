@@ -39,7 +39,20 @@ func WriteHTML(w io.Writer, p Page) error {
 	var labels []string
 	var outTPS, dP50, dP5, ttft50, ttft95, ceiling []float64
 	hasCeiling := false
-	for i := range s.Levels {
+	// The curves go in load order (a sweep runs 1, 2, 4, 8, then 3), rate
+	// levels after concurrency ones; the table keeps the order run.
+	order := make([]int, len(s.Levels))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		la, lb := s.Levels[order[a]].Load, s.Levels[order[b]].Load
+		if la.Mode != lb.Mode {
+			return la.Mode == "concurrency"
+		}
+		return metrics.LoadValue(la) < metrics.LoadValue(lb)
+	})
+	for _, i := range order {
 		lv := &s.Levels[i]
 		labels = append(labels, lv.Load.String())
 		outTPS = append(outTPS, lv.OutputTPS)
@@ -52,7 +65,9 @@ func WriteHTML(w io.Writer, p Page) error {
 			c, hasCeiling = lv.Physics.DecodeTPSCeiling, true
 		}
 		ceiling = append(ceiling, c)
-		d.Rows = append(d.Rows, levelRow(lv))
+	}
+	for i := range s.Levels {
+		d.Rows = append(d.Rows, levelRow(&s.Levels[i]))
 	}
 	perUser := []series{{Name: "decode p50", Color: "#1f77b4", Values: dP50}, {Name: "decode p5 (slowest 5%)", Color: "#ff7f0e", Values: dP5}}
 	if hasCeiling {

@@ -90,3 +90,26 @@ func TestConfigValues(t *testing.T) {
 		}
 	}
 }
+
+// TestCurvesInLoadOrder: a sweep's levels, run as 1, 2, 4, 8, 3, are drawn
+// in load order, so the curves do not zig-zag.
+func TestCurvesInLoadOrder(t *testing.T) {
+	var s metrics.Summary
+	for _, c := range []int{1, 2, 4, 8, 3} {
+		s.Levels = append(s.Levels, metrics.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, OutputTPS: float64(100 * c)})
+	}
+	var b strings.Builder
+	if err := WriteHTML(&b, Page{Summary: s}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	chart := html[strings.Index(html, "Aggregate output tokens/s vs load"):]
+	last := -1
+	for _, c := range []string{"c=1", "c=2", "c=3", "c=4", "c=8"} {
+		i := strings.Index(chart, "<title>"+c+" output tok/s")
+		if i < 0 || i < last {
+			t.Fatalf("%s drawn at %d, after %d: not in load order", c, i, last)
+		}
+		last = i
+	}
+}
