@@ -226,14 +226,12 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.learnDuration(recs)
 	switch {
 	case lv.Load.Mode == "rate" || lv.users() <= 1:
-	case lv.Lockstep || lv.RampUp <= 0:
+	case lv.Lockstep:
+		res.Level.Lockstep = true // as asked: the level says so, without a warning
+	case lv.RampUp <= 0:
 		res.Level.Lockstep = true
-		why := "as asked (--lockstep)"
-		if !lv.Lockstep {
-			why = "no request's duration was known yet to spread their starts over (give a warm-up, or --ramp-up)"
-		}
 		res.Level.Warnings = append(res.Level.Warnings, fmt.Sprintf(
-			"lockstep: the level's %d users started together, %s: its first requests ran as one burst of simultaneous prefills, which raises TTFT", lv.Load.Concurrency, why))
+			"lockstep: the level's %d users started together, as no request's duration was known yet to spread their starts over (give a warm-up, or --ramp-up): its first requests ran as one burst of simultaneous prefills, which raises TTFT", lv.Load.Concurrency))
 	case spread > 0:
 		res.Level.StartSpreadMs = ms(spread)
 	}
