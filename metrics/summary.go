@@ -62,9 +62,14 @@ type Level struct {
 	// InputTokensRequested is the prompt length the workload intended,
 	// summed over completed requests; InputTokens minus it, per request, is
 	// TemplateTokensPerRequest: what the chat template (role markers, BOS)
-	// added when the server reported prompt_tokens.
-	InputTokensRequested     int     `json:"input_tokens_requested,omitempty"`
-	TemplateTokensPerRequest float64 `json:"template_tokens_per_request,omitempty"`
+	// added when the server reported prompt_tokens. That holds when the
+	// prompts were counted with the model's own tokenizer; counted with
+	// another (cl100k_base against a Llama), the difference is the
+	// template and the two tokenizers' disagreement together, and it is
+	// ExtraPromptTokensPerRequest instead (see NotCountedByModel).
+	InputTokensRequested        int     `json:"input_tokens_requested,omitempty"`
+	TemplateTokensPerRequest    float64 `json:"template_tokens_per_request,omitempty"`
+	ExtraPromptTokensPerRequest float64 `json:"extra_prompt_tokens_per_request,omitempty"`
 	// ReasoningTokens are the output tokens spent reasoning (part of
 	// OutputTokens), from usage details or the reasoning deltas.
 	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
@@ -423,4 +428,13 @@ func chainWalls(recs []Record) []float64 {
 	}
 	sort.Float64s(out)
 	return out
+}
+
+// NotCountedByModel says the level's prompts were counted with a tokenizer
+// other than the model's: what the server counted beyond them per request
+// is not the chat template's alone.
+func (lv *Level) NotCountedByModel() {
+	if lv.TemplateTokensPerRequest != 0 {
+		lv.ExtraPromptTokensPerRequest, lv.TemplateTokensPerRequest = lv.TemplateTokensPerRequest, 0
+	}
 }

@@ -398,6 +398,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 			})
 	}
 	annotate := func(lv *metrics.Level) {
+		if !f.wl.server && !strings.HasSuffix(plan.tok.Name(), ".json") {
+			lv.NotCountedByModel() // a tiktoken encoding, not the model's own tokenizer
+		}
 		if plan.physics != nil {
 			plan.physics.annotate(lv, f.wl.contextTokens(f, lv))
 		}

@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // prompts is the user prompt of every request a fake received.
@@ -67,5 +71,31 @@ func TestNoAccidentalCacheHits(t *testing.T) {
 			t.Errorf("--seed 7 twice: a prompt of the second run is not the first's: %q", p)
 			break
 		}
+	}
+}
+
+// TestPromptDifferenceNotCalledTemplate: prompts counted with cl100k_base
+// against a server with its own tokenizer differ by the template and the
+// tokenizers' disagreement together: the summary does not call that the
+// chat template's.
+func TestPromptDifferenceNotCalledTemplate(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	// Words of one cl100k_base token each that the fake counts as two.
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	os.WriteFile(path, []byte(`{"prompt": "people government business people government business"}`+"\n"), 0o644)
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--concurrency", "1", "--requests", "1", "--warmup", "0", "--dataset", path, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	lv := s.Levels[0]
+	if lv.TemplateTokensPerRequest != 0 || lv.ExtraPromptTokensPerRequest <= 0 {
+		t.Errorf("template %v, extra %v: want the difference as extra prompt tokens (fake's own tokenizer counts %d of %d)",
+			lv.TemplateTokensPerRequest, lv.ExtraPromptTokensPerRequest, lv.InputTokens, lv.InputTokensRequested)
 	}
 }
