@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,10 +17,51 @@ import (
 )
 
 // Histogram is the running _sum and _count of a Prometheus histogram (or
-// summary), every label set (model_name, engine) added together. A counter
-// keeps its value in Sum, with Count 0.
+// summary), every label set (model_name, engine) added together, with its
+// cumulative bucket counts by upper bound (a histogram's). A counter keeps
+// its value in Sum, with Count 0.
 type Histogram struct {
 	Sum, Count float64
+	Buckets    map[float64]float64
+}
+
+// Quantile is the q-th quantile (0 < q < 1) of the observations the
+// histogram's buckets hold, interpolated linearly within the bucket it
+// falls in, as Prometheus's histogram_quantile does; one that falls in the
+// +Inf bucket is the highest finite bound. ok is false without buckets or
+// observations.
+func (h Histogram) Quantile(q float64) (v float64, ok bool) {
+	bounds := make([]float64, 0, len(h.Buckets))
+	for b := range h.Buckets {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 {
+		return 0, false
+	}
+	total := h.Buckets[bounds[len(bounds)-1]]
+	if total <= 0 {
+		return 0, false
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range bounds {
+		c := h.Buckets[b]
+		if c >= rank {
+			if math.IsInf(b, 1) {
+				return lower, true
+			}
+			if c == below {
+				return b, true
+			}
+			return lower + (b-lower)*(rank-below)/(c-below), true
+		}
+		if !math.IsInf(b, 1) {
+			lower = b
+		}
+		below = c
+	}
+	return lower, true
 }
 
 // MetricsSnapshot is one scrape of the series a server's /metrics holds
@@ -149,6 +191,16 @@ func ParseMetrics(r io.Reader) (MetricsSnapshot, error) {
 			case m.GetHistogram() != nil:
 				hist := m.GetHistogram()
 				h.Sum += hist.GetSampleSum()
+				for _, b := range hist.GetBucket() {
+					if h.Buckets == nil {
+						h.Buckets = map[float64]float64{}
+					}
+					c := b.GetCumulativeCountFloat()
+					if c == 0 {
+						c = float64(b.GetCumulativeCount())
+					}
+					h.Buckets[b.GetUpperBound()] += c
+				}
 				if c := hist.GetSampleCountFloat(); c > 0 {
 					h.Count += c // a float histogram's count
 				} else {
@@ -187,7 +239,14 @@ func (s MetricsSnapshot) Sub(before MetricsSnapshot) MetricsSnapshot {
 		if a.Count < b.Count || a.Sum < b.Sum {
 			continue
 		}
-		d[k] = Histogram{Sum: a.Sum - b.Sum, Count: a.Count - b.Count}
+		h := Histogram{Sum: a.Sum - b.Sum, Count: a.Count - b.Count}
+		for ub, c := range a.Buckets {
+			if h.Buckets == nil {
+				h.Buckets = map[float64]float64{}
+			}
+			h.Buckets[ub] = max(0, c-b.Buckets[ub])
+		}
+		d[k] = h
 	}
 	return d
 }
@@ -196,7 +255,20 @@ func (s MetricsSnapshot) Sub(before MetricsSnapshot) MetricsSnapshot {
 func (s MetricsSnapshot) Add(o MetricsSnapshot) {
 	for k, h := range o {
 		x := s[k]
-		s[k] = Histogram{Sum: x.Sum + h.Sum, Count: x.Count + h.Count}
+		sum := Histogram{Sum: x.Sum + h.Sum, Count: x.Count + h.Count}
+		for ub, c := range x.Buckets {
+			if sum.Buckets == nil {
+				sum.Buckets = map[float64]float64{}
+			}
+			sum.Buckets[ub] += c
+		}
+		for ub, c := range h.Buckets {
+			if sum.Buckets == nil {
+				sum.Buckets = map[float64]float64{}
+			}
+			sum.Buckets[ub] += c
+		}
+		s[k] = sum
 	}
 }
 
@@ -223,6 +295,14 @@ func (s MetricsSnapshot) ServerMetrics() (sm metrics.ServerMetrics, ok bool) {
 		}
 		sm = metrics.ServerMetrics{Engine: e.engine, Requests: int(n)}
 		sm.TTFTMsMean, sm.E2EMsMean = mean(e.ttft), mean(e.e2e)
+		quantile := func(name string, q float64) float64 {
+			if v, ok := s[name].Quantile(q); ok && name != "" {
+				return v * 1000
+			}
+			return 0
+		}
+		sm.TTFTMsP50, sm.TTFTMsP99 = quantile(e.ttft, 0.5), quantile(e.ttft, 0.99)
+		sm.E2EMsP50, sm.E2EMsP99 = quantile(e.e2e, 0.5), quantile(e.e2e, 0.99)
 		sm.QueueMsMean, sm.PrefillMsMean, sm.DecodeMsMean = mean(e.queue), mean(e.prefill), mean(e.decode)
 		for _, name := range e.tpot {
 			if v := mean(name); v > 0 {

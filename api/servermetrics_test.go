@@ -95,7 +95,7 @@ func TestServerMetricsChoices(t *testing.T) {
 	}
 	after := MetricsSnapshot{seriesTTFT: {Sum: 1, Count: 5}, seriesE2E: {Sum: 9, Count: 7}}
 	before := MetricsSnapshot{seriesTTFT: {Sum: 3, Count: 50}, seriesE2E: {Sum: 2, Count: 3}}
-	if got := after.Sub(before); len(got) != 1 || got[seriesE2E] != (Histogram{Sum: 7, Count: 4}) {
+	if got := after.Sub(before); len(got) != 1 || got[seriesE2E].Sum != 7 || got[seriesE2E].Count != 4 {
 		t.Errorf("Sub = %v", got)
 	}
 	if _, ok := (MetricsSnapshot{}).ServerMetrics(); ok {
@@ -167,4 +167,35 @@ func FuzzParseMetrics(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestServerPercentiles: a level's server-side percentiles come from its
+// histograms' bucket deltas, interpolated within the bucket as
+// Prometheus's histogram_quantile does.
+func TestServerPercentiles(t *testing.T) {
+	page := func(b01, b02, b05, inf float64) string {
+		return fmt.Sprintf("# TYPE vllm:time_to_first_token_seconds histogram\n"+
+			"vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} %g\nvllm:time_to_first_token_seconds_bucket{le=\"0.2\"} %g\n"+
+			"vllm:time_to_first_token_seconds_bucket{le=\"0.5\"} %g\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} %g\n"+
+			"vllm:time_to_first_token_seconds_sum %g\nvllm:time_to_first_token_seconds_count %g\n", b01, b02, b05, inf, inf*0.15, inf)
+	}
+	before, err := ParseMetrics(strings.NewReader(page(10, 10, 10, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 more: 20 under 0.1 s, 60 in (0.1, 0.2], 20 in (0.2, 0.5].
+	after, err := ParseMetrics(strings.NewReader(page(30, 90, 110, 110)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, ok := after.Sub(before).ServerMetrics()
+	// p50: rank 50 lies 30 into the 60 of (0.1, 0.2]: 150 ms. p99: rank 99
+	// lies 19 into the 20 of (0.2, 0.5]: 485 ms.
+	if !ok || math.Abs(sm.TTFTMsP50-150) > 1e-9 || math.Abs(sm.TTFTMsP99-485) > 1e-9 {
+		t.Errorf("p50 %v p99 %v, want 150 and 485 ms", sm.TTFTMsP50, sm.TTFTMsP99)
+	}
+	// A quantile past the last finite bound is that bound.
+	if v, ok := (Histogram{Buckets: map[float64]float64{0.1: 1, math.Inf(1): 10}}).Quantile(0.99); !ok || v != 0.1 {
+		t.Errorf("quantile in +Inf = %v, %v; want 0.1", v, ok)
+	}
 }

@@ -23,6 +23,12 @@ type ServerMetrics struct {
 	// TPOTSeries names the histogram TPOT came from: a per-request one
 	// (vllm:request_time_per_output_token_seconds) or a per-token one.
 	TPOTSeries string `json:"tpot_series,omitempty"`
+	// The server's own percentiles, from its histograms' bucket deltas
+	// (interpolated within a bucket, as Prometheus's histogram_quantile).
+	TTFTMsP50 float64 `json:"ttft_ms_p50,omitempty"`
+	TTFTMsP99 float64 `json:"ttft_ms_p99,omitempty"`
+	E2EMsP50  float64 `json:"e2e_ms_p50,omitempty"`
+	E2EMsP99  float64 `json:"e2e_ms_p99,omitempty"`
 	// llama.cpp exports no latency histograms, only counters: the prompt
 	// and generated tokens it processed over the level, and its rates
 	// (tokens over the seconds its slots spent, summed over slots).

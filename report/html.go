@@ -37,8 +37,8 @@ func WriteHTML(w io.Writer, p Page) error {
 	s := p.Summary
 	d := htmlData{Title: "tokbench: " + s.Target.Model, Summary: s, Interrupted: s.Interrupted}
 	var labels []string
-	var outTPS, dP50, dP5, ttft50, ttft95, ceiling []float64
-	hasCeiling := false
+	var outTPS, dP50, dP5, ttft50, ttft95, ceiling, serverTTFT []float64
+	hasCeiling, hasServer := false, false
 	// The curves go in load order (a sweep runs 1, 2, 4, 8, then 3), rate
 	// levels after concurrency ones; the table keeps the order run.
 	order := make([]int, len(s.Levels))
@@ -65,6 +65,16 @@ func WriteHTML(w io.Writer, p Page) error {
 			c, hasCeiling = lv.Physics.DecodeTPSCeiling, true
 		}
 		ceiling = append(ceiling, c)
+		// The server's own TTFT beside the client's: its reported load +
+		// prefill per request, else its /metrics histogram's p50.
+		st := math.NaN()
+		switch {
+		case lv.ServerTTFTMs != nil:
+			st, hasServer = lv.ServerTTFTMs.P50, true
+		case lv.ServerMetrics != nil && lv.ServerMetrics.TTFTMsP50 > 0:
+			st, hasServer = lv.ServerMetrics.TTFTMsP50, true
+		}
+		serverTTFT = append(serverTTFT, st)
 	}
 	for i := range s.Levels {
 		d.Rows = append(d.Rows, levelRow(&s.Levels[i]))
@@ -73,11 +83,15 @@ func WriteHTML(w io.Writer, p Page) error {
 	if hasCeiling {
 		perUser = append(perUser, series{Name: "single-stream ceiling", Color: "#d62728", Values: ceiling, Dashed: true})
 	}
+	ttftSeries := []series{{Name: "TTFT p50", Color: "#1f77b4", Values: ttft50}, {Name: "TTFT p95", Color: "#d62728", Values: ttft95}}
+	if hasServer {
+		ttftSeries = append(ttftSeries, series{Name: "server's own TTFT p50", Color: "#7f7f7f", Values: serverTTFT, Dashed: true})
+	}
 	if len(labels) > 0 {
 		d.Charts = append(d.Charts,
 			lineChart("Aggregate output tokens/s vs load", "tok/s", labels, []series{{Name: "output tok/s", Color: "#2ca02c", Values: outTPS}}),
 			lineChart("Per-user decode tokens/s vs load", "tok/s", labels, perUser),
-			lineChart("TTFT vs load", "ms", labels, []series{{Name: "TTFT p50", Color: "#1f77b4", Values: ttft50}, {Name: "TTFT p95", Color: "#d62728", Values: ttft95}}),
+			lineChart("TTFT vs load", "ms", labels, ttftSeries),
 		)
 	}
 	for i := range s.Levels {
@@ -118,6 +132,16 @@ func WriteHTML(w io.Writer, p Page) error {
 		d.Statements = append(d.Statements, "Knee: "+s.Knee.Statement)
 	}
 	d.Meta = metaRows(p.Run, s)
+	for _, lv := range s.Levels {
+		for _, n := range []string{serverNote(lv), serverMetricsNote(lv)} {
+			if n != "" {
+				d.Server = append(d.Server, n)
+			}
+		}
+		if n := lv.Connections.Note(); n != "" {
+			d.Server = append(d.Server, fmt.Sprintf("%s: %s", lv.Load, n))
+		}
+	}
 	d.Notes = append(d.Notes, p.Warnings...)
 	d.Notes = append(d.Notes, s.Warnings...)
 	for _, lv := range s.Levels {
@@ -152,6 +176,7 @@ type htmlData struct {
 	Statements  []string
 	Meta        [][2]string
 	Notes       []string
+	Server      []string // the server's own timing beside the client's, per level
 	Errors      []string
 }
 
@@ -314,7 +339,8 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <h2>Run</h2>
 <table class="meta">{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>
-{{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
+{{if .Server}}<h2>The server's own timing</h2>{{range .Server}}<p>{{.}}</p>
+{{end}}{{end}}{{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
 {{end}}{{end}}
 {{if .Errors}}<h2>Errors</h2><ul>{{range .Errors}}<li>{{.}}</li>
 {{end}}</ul>{{end}}

@@ -204,6 +204,9 @@ func serverMetricsNote(lv metrics.Level) string {
 			server = append(server, fmt.Sprintf("%s %.4g ms", m.name, m.v))
 		}
 	}
+	if sm.TTFTMsP50 > 0 {
+		server = append(server, fmt.Sprintf("TTFT p50 %.4g ms, p99 %.4g ms (its histogram)", sm.TTFTMsP50, sm.TTFTMsP99))
+	}
 	if g := sm.ClientMinus; g != nil {
 		for _, m := range []struct {
 			name string
