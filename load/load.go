@@ -80,10 +80,14 @@ type WarmupSource interface {
 
 // Warmups is the source of src's warm-up requests: src's WarmupRequest,
 // or for a Source without one its requests from index skip on (the
-// level's requests come first).
+// level's requests come first; a level run for a duration, skip 0, uses
+// indices far past any it reaches).
 func Warmups(src Source, skip int) Source {
 	if w, ok := src.(WarmupSource); ok {
 		return warmups{w}
+	}
+	if skip <= 0 {
+		skip = 1 << 30
 	}
 	return offset{src, skip}
 }

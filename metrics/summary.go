@@ -240,7 +240,15 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 			perChunk = append(perChunk, float64(k))
 		}
 		if load.Mode == "rate" {
-			if r.QueueMs > 1 {
+			// Late is the client's lateness: the queue less the request's
+			// own connection set-up, which is in QueueMs (t0 is on an open
+			// connection) and in the latency from the scheduled instant,
+			// but is no late send.
+			late := r.QueueMs
+			if p := r.Phases; p != nil {
+				late -= p.ConnWaitMs
+			}
+			if late > 1 {
 				lv.LateSends++
 			}
 			queue = append(queue, r.QueueMs)

@@ -63,9 +63,11 @@ type Transport struct {
 	// (Response.ProtoMajor 2), not the kernel's.
 	HTTP2 bool
 
-	h2once sync.Once
-	mu     sync.Mutex
-	idle   map[string][]*h1conn // origin (scheme://host:port) → idle connections, most recent last
+	h2once  sync.Once
+	tlsOnce sync.Once
+	tlsBase *tls.Config // Fallback's TLS configuration as the first dial found it
+	mu      sync.Mutex
+	idle    map[string][]*h1conn // origin (scheme://host:port) → idle connections, most recent last
 }
 
 // NewTransport is the transport tokbench bench runs with (and the bench/
@@ -153,14 +155,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A kept connection the server closed fails before any byte of
 		// the answer: send the request again, once, on a new connection.
 		// Servers close kept connections at will, some without a word
-		// (llama.cpp's closes after a streamed answer, or after 5
-		// requests, often just as the next request goes out), and
-		// net/http sends such a POST again only where it could not look
-		// at the connection first: a measured request would fail for the
-		// server's housekeeping. The request has no answer, so a server
-		// that read it dropped it; the trace reports the new connection
-		// (a second GetConn), and the request's clock restarts there.
-		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil {
+		// (llama.cpp's closes after a streamed answer, often just as the
+		// next request goes out), and net/http sends such a POST again
+		// only where it could not look at the connection first: a
+		// measured request would fail for the server's housekeeping. That
+		// close comes at once; one long after the request went out whole
+		// is the server (or a proxy) dropping a request it was running —
+		// a crash in a long prefill — and sending it again could run it
+		// twice: then only a request that may run twice goes again, as in
+		// net/http. The trace reports the new connection (a second
+		// GetConn), and the request's clock restarts there.
+		late := c.sent && time.Since(c.wrote) > resendWindow
+		if !c.reused || !errors.Is(err, errNoAnswer) || attempt > 0 || ctx.Err() != nil || late && !replayable(req) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -188,6 +194,23 @@ func (t *Transport) fallback() *http.Transport {
 // (rather than through Fallback).
 func (t *Transport) Runs(u *url.URL) bool {
 	return t.handles(&http.Request{Method: http.MethodPost, URL: u, Header: http.Header{}})
+}
+
+// resendWindow: a kept connection that fails this soon after the request
+// went out whole was being closed by the server as the request arrived.
+const resendWindow = 100 * time.Millisecond
+
+// replayable reports whether a request may reach the server twice:
+// net/http's rule, an idempotent method or an idempotency key (the body is
+// held in memory, so it can always be sent again).
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
 }
 
 // handles reports whether the request is one for Transport's own
@@ -352,15 +375,19 @@ func (t *Transport) dial(ctx context.Context, o origin) (*h1conn, error) {
 // certificates) for one host, offering HTTP/1.1 only, with a session cache
 // so that a connection opened again resumes its session.
 func (t *Transport) tlsConfig(host string) *tls.Config {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.Fallback.TLSClientConfig == nil {
-		t.Fallback.TLSClientConfig = &tls.Config{}
-	}
-	if t.Fallback.TLSClientConfig.ClientSessionCache == nil {
-		t.Fallback.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
-	}
-	cfg := t.Fallback.TLSClientConfig.Clone()
+	// Fallback's configuration is read once, at the first dial, and never
+	// written: net/http reads it without a lock, and it may be the caller's.
+	t.tlsOnce.Do(func() {
+		if c := t.Fallback.TLSClientConfig; c != nil {
+			t.tlsBase = c.Clone()
+		} else {
+			t.tlsBase = &tls.Config{}
+		}
+		if t.tlsBase.ClientSessionCache == nil {
+			t.tlsBase.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+		}
+	})
+	cfg := t.tlsBase.Clone()
 	if cfg.ServerName == "" {
 		cfg.ServerName = host
 	}
@@ -542,8 +569,9 @@ type h1conn struct {
 	br      *bufio.Reader
 	head    []byte // the request head being written, reused
 	reused  bool
-	checked bool // reused, and idleUsable could look at it
-	sent    bool // the current request went out whole
+	checked bool      // reused, and idleUsable could look at it
+	sent    bool      // the current request went out whole
+	wrote   time.Time // when it did
 
 	// What the server said of the connection's life (Keep-Alive:
 	// timeout=T, max=M): served counts the requests it carried, limit is
@@ -614,7 +642,7 @@ func (c *h1conn) roundTrip(ctx context.Context, req *http.Request, body []byte) 
 		stop()
 		return nil, answerError(err, false)
 	}
-	c.sent = true
+	c.sent, c.wrote = true, time.Now()
 	c.served++
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})

@@ -85,3 +85,37 @@ func TestReceiveReadAllocatesNothing(t *testing.T) {
 		t.Errorf("%.1f allocations per read, want 0", allocs)
 	}
 }
+
+// jitterStamper's stamps go back and forth around a rising instant, as
+// realtime-to-monotonic conversions do by a few nanoseconds.
+type jitterStamper struct {
+	net.Conn
+	i int
+	t []int64
+}
+
+func (j *jitterStamper) LastReceived() int64 {
+	v := j.t[j.i%len(j.t)]
+	j.i++
+	return v
+}
+
+// TestArrivalClockNeverGoesBack: whatever the stamps do, the clock's
+// instants never go back, and never precede the floor it was given.
+func TestArrivalClockNeverGoesBack(t *testing.T) {
+	now := time.Now().UnixNano()
+	js := &jitterStamper{t: []int64{now - 3e6, now - 3e6 - 150, now - 2e6, now - 2e6 - 10, now - 5e6, now - 1e6}}
+	floor := time.Now().Add(-4 * time.Millisecond)
+	clock := ArrivalClock(js, floor)
+	if clock == nil {
+		t.Fatal("no clock for a stamping connection")
+	}
+	last := floor
+	for i := range 12 {
+		at := clock()
+		if at.Before(last) {
+			t.Fatalf("stamp %d at %v, before the one before it (%v)", i, at, last)
+		}
+		last = at
+	}
+}

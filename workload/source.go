@@ -63,10 +63,11 @@ type Source struct {
 	// text is single-token words (" w1 w2 …"), whose first two are then
 	// replaced in place, keeping the length exact; other text gets two
 	// words put in front.
-	at    []textAt
-	words []string
-	seed  uint64
-	tok   tokenize.Tokenizer
+	at      []textAt
+	words   []string
+	seed    uint64
+	tok     tokenize.Tokenizer
+	counted bool // the prompts were counted by a Counter (the server's tokenizer)
 }
 
 type textAt struct {
@@ -103,7 +104,7 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 			prefixes = append(prefixes, p)
 		}
 	}
-	s := &Source{words: syn.words, seed: seed, tok: cfg.Tokenizer}
+	s := &Source{words: syn.words, seed: seed, tok: cfg.Tokenizer, counted: cfg.Counter != nil}
 	for i := range n {
 		prefix := ""
 		if len(prefixes) > 0 {
@@ -254,6 +255,11 @@ func (s *Source) variant(j int, round uint64) (*api.Request, int) {
 	req := *base
 	req.Messages = append([]api.Message(nil), base.Messages...)
 	if s.redraw(&req, s.at[j], round, j) {
+		if s.counted {
+			// The prompts were counted by the server's tokenizer, which a
+			// level must not call for every request: two words more.
+			return &req, s.inTokens[j] + 2
+		}
 		return &req, s.tok.Count(req.Prompt()) // the words join the text's first: count it whole
 	}
 	return &req, s.inTokens[j]
