@@ -447,37 +447,21 @@ func (s *chunkScanner) usage() bool {
 	}
 }
 
+// details reads usage.completion_tokens_details: its reasoning tokens.
 func (s *chunkScanner) details() bool {
-	if s.null() {
-		return true
-	}
-	if !s.open('{') {
-		return false
-	}
-	var seen uint32
-	for n := 0; ; n++ {
-		key, done, ok := s.member(n, '}')
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		switch string(key) {
-		case "reasoning_tokens":
-			ok = once(&seen, 0) && s.int(&s.f.reasoningTokens)
-		default:
-			ok = s.other(key, detailKeys)
-		}
-		if !ok {
-			return false
-		}
-	}
+	var has bool
+	return s.oneInt("reasoning_tokens", detailKeys, &s.f.reasoningTokens, &has)
 }
 
 // promptDetails reads usage.prompt_tokens_details: the prompt tokens the
 // server took from its prefix cache (OpenAI, vLLM, SGLang).
 func (s *chunkScanner) promptDetails() bool {
+	return s.oneInt("cached_tokens", promptKeys, &s.f.cachedTokens, &s.f.hasCached)
+}
+
+// oneInt reads an object (or null) of which one integer member, name, is
+// used: into dst, with has set when it was there and not null.
+func (s *chunkScanner) oneInt(name string, keys []string, dst *int, has *bool) bool {
 	if s.null() {
 		return true
 	}
@@ -493,16 +477,15 @@ func (s *chunkScanner) promptDetails() bool {
 		if done {
 			return true
 		}
-		switch string(key) {
-		case "cached_tokens":
-			if s.null() {
-				ok = once(&seen, 0)
-				break
-			}
-			ok = once(&seen, 0) && s.int(&s.f.cachedTokens)
-			s.f.hasCached = ok
+		switch {
+		case string(key) != name:
+			ok = s.other(key, keys)
+		case !once(&seen, 0):
+			ok = false
+		case s.null():
 		default:
-			ok = s.other(key, promptKeys)
+			ok = s.int(dst)
+			*has = ok
 		}
 		if !ok {
 			return false

@@ -110,22 +110,16 @@ func (f *Server) Streams() []Stream {
 
 // New starts a fake on loopback.
 func New(s Script) *Server {
-	if s.PerChunk <= 0 {
-		s.PerChunk = 1
-	}
-	f := &Server{script: s}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.handle))
+	f := NewUnstarted(s)
+	f.Start()
 	return f
 }
 
 // NewTLS starts a fake on loopback behind HTTPS with a self-signed
 // certificate (f.Certificate()).
 func NewTLS(s Script) *Server {
-	if s.PerChunk <= 0 {
-		s.PerChunk = 1
-	}
-	f := &Server{script: s}
-	f.Server = httptest.NewTLSServer(http.HandlerFunc(f.handle))
+	f := NewUnstarted(s)
+	f.StartTLS()
 	return f
 }
 
