@@ -497,7 +497,9 @@ func TestStartsSpreadByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Level.Lockstep || res.Level.StartSpreadMs < 200 || res.Level.StartSpreadMs > 200+ttftTolMs*4 {
+	// The warm-up's duration: 200 ms of TTFT, a 1 ms gap, and whatever
+	// a busy machine adds to both sides.
+	if res.Level.Lockstep || res.Level.StartSpreadMs < 200 || res.Level.StartSpreadMs > 400 {
 		t.Errorf("after a warm-up: lockstep %v, spread %.1f ms, want about the warm-up's 201 ms", res.Level.Lockstep, res.Level.StartSpreadMs)
 	}
 	var starts []float64
@@ -505,7 +507,11 @@ func TestStartsSpreadByDefault(t *testing.T) {
 		starts = append(starts, rec.OffsetMs)
 	}
 	sort.Float64s(starts)
+	tol := 8.0 // a timer's wake-up on a busy machine, as TestRampUpSpreadsUserStarts allows
+	if raceBuild {
+		tol = ttftTolMs
+	}
 	for i, o := range starts {
-		within(t, fmt.Sprintf("start of user %d (ms)", i), o, float64(i)*res.Level.StartSpreadMs/4, 2*ttftTolMs)
+		within(t, fmt.Sprintf("start of user %d (ms)", i), o, float64(i)*res.Level.StartSpreadMs/4, tol)
 	}
 }
