@@ -14,6 +14,7 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/tokbench/tokbench/tokenize"
@@ -57,6 +58,7 @@ type Synthetic struct {
 	words    []string
 	rng      *rand.Rand
 	verified map[int]bool
+	short    []string // the shortest words, for closing in on a count
 }
 
 // NewSynthetic returns a generator for tok seeded with seed.
@@ -91,4 +93,20 @@ func (s *Synthetic) Prompt(n int) (string, error) {
 		s.verified[n] = true
 	}
 	return text, nil
+}
+
+// Short returns n of the generator's shortest words (" a"-like, one token
+// under any tokenizer's merges of common English), space-led as Prompt's.
+func (s *Synthetic) Short(n int) string {
+	if s.short == nil {
+		s.short = slices.Clone(s.words)
+		slices.SortStableFunc(s.short, func(a, b string) int { return len(a) - len(b) })
+		s.short = s.short[:min(8, len(s.short))]
+	}
+	var b strings.Builder
+	for range n {
+		b.WriteByte(' ')
+		b.WriteString(s.short[s.rng.IntN(len(s.short))])
+	}
+	return b.String()
 }

@@ -543,3 +543,36 @@ func TestSourceRoundsAreNew(t *testing.T) {
 		})
 	}
 }
+
+// longWordCounter counts as the fake server does: a word of more than
+// five letters is two tokens.
+type longWordCounter struct{}
+
+func (longWordCounter) CountContext(_ context.Context, text string) (int, error) {
+	n := 0
+	for _, w := range strings.Fields(text) {
+		n++
+		if len(w) > 5 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// TestServerCountConvergesForAnySeed: prompts counted by a server whose
+// tokenizer splits long words reach the exact length for every seed (a
+// word added and dropped in turn must not keep missing the count).
+func TestServerCountConvergesForAnySeed(t *testing.T) {
+	for seed := range uint64(300) {
+		src, err := NewSource(context.Background(), Config{Tokenizer: cl100k(t), Counter: longWordCounter{}, Input: Fixed(40), Output: Fixed(4), Seed: seed}, 4)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for i := range 4 {
+			req, n := src.Request(i)
+			if got, _ := (longWordCounter{}).CountContext(context.Background(), req.Prompt()); got != 40 || n != 40 {
+				t.Fatalf("seed %d request %d: %d tokens by the server's count, source says %d, want 40", seed, i, got, n)
+			}
+		}
+	}
+}
