@@ -180,3 +180,36 @@ func FindKnee(levels []Level) *Knee {
 	}
 	return k
 }
+
+// LoadLess orders loads: concurrency levels before rate ones, then by
+// input length (a context-length sweep keeps its groups), then by the
+// level's value.
+func LoadLess(a, b Load) bool {
+	if a.Mode != b.Mode {
+		return a.Mode != "rate"
+	}
+	if a.InputTokens != b.InputTokens {
+		return a.InputTokens < b.InputTokens
+	}
+	return LoadValue(a) < LoadValue(b)
+}
+
+// SortLevels puts levels in load order (see LoadLess) and returns where each went: newIndex[old] is
+// the new place of the level that was at old (a sweep runs 1, 2, 4, 8,
+// then 3). Levels of equal load keep their order.
+func SortLevels(levels []Level) (newIndex []int, moved bool) {
+	order := make([]int, len(levels))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return LoadLess(levels[order[a]].Load, levels[order[b]].Load) })
+	newIndex = make([]int, len(levels))
+	sorted := make([]Level, len(levels))
+	for to, from := range order {
+		newIndex[from] = to
+		sorted[to] = levels[from]
+		moved = moved || to != from
+	}
+	copy(levels, sorted)
+	return newIndex, moved
+}

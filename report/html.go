@@ -45,13 +45,7 @@ func WriteHTML(w io.Writer, p Page) error {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		la, lb := s.Levels[order[a]].Load, s.Levels[order[b]].Load
-		if la.Mode != lb.Mode {
-			return la.Mode == "concurrency"
-		}
-		return metrics.LoadValue(la) < metrics.LoadValue(lb)
-	})
+	sort.SliceStable(order, func(a, b int) bool { return metrics.LoadLess(s.Levels[order[a]].Load, s.Levels[order[b]].Load) })
 	for _, i := range order {
 		lv := &s.Levels[i]
 		labels = append(labels, lv.Load.String())

@@ -12,6 +12,7 @@ package results
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,6 +107,51 @@ func (w *Writer) Append(rec metrics.Record) error {
 	if _, err := w.req.Write(w.buf); err != nil {
 		return fmt.Errorf("append %s: %w", RequestsFile, err)
 	}
+	return nil
+}
+
+// RenumberLevels rewrites requests.jsonl with every record's level index
+// old replaced by newIndex[old] (see metrics.SortLevels), so the records
+// keep pointing at their levels once summary.json stores the levels in
+// another order. Records keep coming after it are appended as before.
+func (w *Writer) RenumberLevels(newIndex []int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	path := filepath.Join(w.dir, RequestsFile)
+	if err := w.req.Sync(); err != nil {
+		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
+	}
+	var out []byte
+	for line := range bytes.Lines(raw) {
+		var rec metrics.Record
+		if json.Unmarshal(line, &rec) != nil || rec.Level < 0 || rec.Level >= len(newIndex) {
+			out = append(out, line...) // kept as it was: a torn last line, say
+			continue
+		}
+		rec.Level = newIndex[rec.Level]
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("renumber %s: %w", RequestsFile, err)
+		}
+		out = append(append(out, b...), '\n')
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
+	}
+	w.req.Close()
+	w.req = f
 	return nil
 }
 

@@ -413,6 +413,16 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		return err
 	}
 	f.lf.finish(&summary)
+	// Levels are stored in load order (a sweep runs 1, 2, 4, 8, then 3);
+	// the records on disk and the charts' follow.
+	if newIndex, moved := metrics.SortLevels(summary.Levels); moved {
+		if w != nil {
+			if err := w.RenumberLevels(newIndex); err != nil {
+				summary.Warnings = append(summary.Warnings, err.Error())
+			}
+		}
+		charts.renumber(newIndex)
+	}
 	if sinkErr != nil {
 		summary.Warnings = append(summary.Warnings, "writing requests.jsonl failed: "+sinkErr.Error())
 	}

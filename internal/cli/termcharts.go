@@ -51,3 +51,17 @@ func (c *termCharts) write(w io.Writer, s metrics.Summary) error {
 	defer c.mu.Unlock()
 	return report.TerminalCharts(w, s, c.recs, c.width)
 }
+
+// renumber follows the levels into their new places (metrics.SortLevels).
+func (c *termCharts) renumber(newIndex []int) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.recs {
+		if l := c.recs[i].Level; l >= 0 && l < len(newIndex) {
+			c.recs[i].Level = newIndex[l]
+		}
+	}
+}
