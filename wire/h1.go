@@ -367,7 +367,8 @@ func (t *Transport) dial(ctx context.Context, o origin) (*h1conn, error) {
 		}
 		c.conn, c.tls = tc, &state
 	}
-	c.br = bufio.NewReaderSize(c.conn, h1Buffer)
+	c.lr = headLimit{r: c.conn, budget: -1}
+	c.br = bufio.NewReaderSize(&c.lr, h1Buffer)
 	return c, nil
 }
 
@@ -567,7 +568,8 @@ type h1conn struct {
 	conn    net.Conn
 	tls     *tls.ConnectionState // nil over plain TCP
 	br      *bufio.Reader
-	head    []byte // the request head being written, reused
+	lr      headLimit // what br reads from: the connection, within the head's budget
+	head    []byte    // the request head being written, reused
 	reused  bool
 	checked bool      // reused, and idleUsable could look at it
 	sent    bool      // the current request went out whole
@@ -728,8 +730,48 @@ func (c *h1conn) write(req *http.Request, body []byte) error {
 	return nil
 }
 
+// Limits on an answer's head, as net/http's: its bytes (status lines and
+// header fields of the interim answers and the final one together; a
+// server sending a gigabyte of headers fails rather than fills memory),
+// and how many interim (1xx) answers may come before the final one (an
+// endless series of 103 Early Hints must not hold a request).
+const (
+	maxHeadBytes    = 1 << 20
+	maxInterimHeads = 5
+)
+
+// ErrHeadTooLarge: the answer's head passed maxHeadBytes.
+var ErrHeadTooLarge = errors.New("the answer's headers passed 1 MiB")
+
+// headLimit is what a connection's buffered reader reads from: the
+// connection, failing once more than the budget was read while a budget
+// is set (reading an answer's head). The buffer reads ahead, so the limit
+// is exact to a buffer's size.
+type headLimit struct {
+	r      io.Reader
+	budget int64 // bytes left; <0: no limit
+}
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.budget >= 0 {
+		if l.budget == 0 {
+			return 0, ErrHeadTooLarge
+		}
+		p = p[:min(int64(len(p)), l.budget)]
+	}
+	n, err := l.r.Read(p)
+	if l.budget >= 0 {
+		l.budget -= int64(n)
+	}
+	return n, err
+}
+
 // readHead reads the status line and headers, skipping interim (1xx) answers.
 func (c *h1conn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+	if c.lr.r != nil { // (a connection made by hand, in tests, has no limit)
+		c.lr.budget = maxHeadBytes
+		defer func() { c.lr.budget = -1 }()
+	}
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, answerError(err, false)
 	}
@@ -737,7 +779,10 @@ func (c *h1conn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*htt
 		trace.GotFirstResponseByte()
 	}
 	tp := textproto.NewReader(c.br)
-	for {
+	for interim := 0; ; interim++ {
+		if interim > maxInterimHeads {
+			return nil, fmt.Errorf("more than %d interim (1xx) answers before the final one", maxInterimHeads)
+		}
 		line, err := tp.ReadLine()
 		if err != nil {
 			return nil, err

@@ -615,3 +615,44 @@ func TestTransportCloseGivesUpOnALiveStream(t *testing.T) {
 		t.Errorf("%d connections, want 2", n)
 	}
 }
+
+// TestTransportBoundsTheHead: a server that answers with endless headers,
+// or with an endless series of 103 Early Hints, fails the request instead
+// of taking the client's memory or holding the request; a plain answer on
+// the same transport still reads.
+func TestTransportBoundsTheHead(t *testing.T) {
+	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		req, _, err := readReq(br)
+		if err != nil {
+			return
+		}
+		switch req.URL.Path {
+		case "/headers":
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
+			for range 4 << 10 { // 4 MB of headers, or until the client hangs up
+				if _, err := io.WriteString(c, line); err != nil {
+					return
+				}
+			}
+		case "/hints":
+			for range 1000 {
+				if _, err := io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"); err != nil {
+					return
+				}
+			}
+		default:
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	client := &http.Client{Transport: NewTransport()}
+	if _, err := client.Get(srv.url("/headers")); !errors.Is(err, ErrHeadTooLarge) {
+		t.Errorf("4 MB of headers: error %v, want ErrHeadTooLarge", err)
+	}
+	if _, err := client.Get(srv.url("/hints")); err == nil || !strings.Contains(err.Error(), "interim (1xx) answers") {
+		t.Errorf("endless 103s: error %v", err)
+	}
+	if _, body := get(t, client, srv.url("/")); body != "ok" {
+		t.Errorf("a plain answer after: %q", body)
+	}
+}
