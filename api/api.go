@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tokbench/tokbench/metrics"
@@ -198,10 +199,22 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	resp := &Response{}
 	trace := &requestTrace{}
+	// --stall-timeout covers the wait for the answer's head too: a server
+	// that never answers is cut, not held until the request's timeout.
+	reqCtx := ctx
+	var headTimer *time.Timer
+	var headStalled atomic.Bool
+	if cl.StallTimeout > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		headTimer = time.AfterFunc(cl.StallTimeout, func() { headStalled.Store(true); cancel() })
+		defer headTimer.Stop()
+	}
 	err := prep.err
 	var hreq *http.Request
 	if err == nil {
-		hreq, err = prep.request(trace.context(ctx))
+		hreq, err = prep.request(trace.context(reqCtx))
 	}
 	if err != nil {
 		resp.Start = time.Now()
@@ -211,6 +224,9 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	}
 	handed := time.Now()
 	hresp, err := cl.HTTP.Do(hreq)
+	if headTimer != nil {
+		headTimer.Stop()
+	}
 	// HTTP/2 streams share their connection's reads: their instants are
 	// the reads', not the kernel's stamps of a read another stream made.
 	kernel := err == nil && hresp.ProtoMajor == 1
@@ -222,6 +238,10 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	if err != nil {
 		resp.Phases = p
 		resp.Done = time.Now()
+		if headStalled.Load() && ctx.Err() == nil {
+			resp.fail("stall_timeout", "no answer for %s (--stall-timeout)", cl.StallTimeout)
+			return resp
+		}
 		cls := classifyTransport(ctx, err)
 		resp.fail(cls, "%s", cl.scrub(err.Error()))
 		return resp
@@ -240,6 +260,16 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	}
 	resp.Phases = p
 	resp.Status = hresp.StatusCode
+	if hresp.StatusCode >= 300 && hresp.StatusCode < 400 {
+		// Redirects are not followed (an http.Client whose CheckRedirect
+		// returns http.ErrUseLastResponse, as tokbench bench's does): a
+		// POST would turn into a GET, and the API key would go along to
+		// wherever the server points. The redirect is its own failure.
+		resp.Done = time.Now()
+		resp.fail("redirect", "HTTP %d: redirected to %s, not followed (use the URL it points at)", hresp.StatusCode,
+			cl.scrub(RedactURL(hresp.Header.Get("Location"))))
+		return resp
+	}
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
 		resp.Done = time.Now()
@@ -261,7 +291,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		if c := ctxClass(ctx); c != "" {
 			resp.ErrorClass = ""
 			resp.fail(c, "%s while streaming", ctx.Err())
-		} else if sr.stalled() {
+		} else if sr.stalled() || headStalled.Load() {
 			resp.ErrorClass = ""
 			resp.fail("stall_timeout", "no data for %s", cl.StallTimeout)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,5 +160,46 @@ func TestNoDoneServerDoesNotHang(t *testing.T) {
 	}
 	if d := r.Done.Sub(r.Chunks[1].At); d > 100*time.Millisecond {
 		t.Errorf("response end %v after the last chunk; want the last event's instant", d)
+	}
+}
+
+// TestStallTimeoutCoversTheHead: a server that takes a request and never
+// answers is cut at --stall-timeout, not held until the request's timeout.
+func TestStallTimeoutCoversTheHead(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release) // before Close, which waits for the handler
+	cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL, StallTimeout: 200 * time.Millisecond}
+	t0 := time.Now()
+	resp := cl.Do(context.Background(), req1)
+	if took := time.Since(t0); resp.ErrorClass != "stall_timeout" || took > 2*time.Second {
+		t.Errorf("class %q (%s) after %v, want stall_timeout after about 200 ms", resp.ErrorClass, resp.Error, took)
+	}
+}
+
+// TestRedirectNotFollowed: a redirect is its own failure, naming where it
+// pointed (without its query), and the API key never goes there.
+func TestRedirectNotFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/chat/completions?token=s3cr3t", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	noFollow := &http.Client{Transport: wire.NewTransport(), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	cl := &Client{HTTP: noFollow, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL, Header: http.Header{"Authorization": {"Bearer k-123456"}}}
+	resp := cl.Do(context.Background(), req1)
+	if resp.ErrorClass != "redirect" || !strings.Contains(resp.Error, other.URL+"/v1/chat/completions") || strings.Contains(resp.Error, "s3cr3t") {
+		t.Errorf("class %q, error %q", resp.ErrorClass, resp.Error)
+	}
+	if elsewhere.Load() != 0 {
+		t.Error("the request went to the server the redirect named")
 	}
 }

@@ -305,7 +305,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 
 	transport := f.nf.transport()
-	httpClient := &http.Client{Transport: transport}
+	// Redirects are not followed: a POST would become a GET, and the
+	// API key would go wherever the server points (see api's "redirect").
+	httpClient := &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	defer httpClient.CloseIdleConnections()
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
