@@ -9,10 +9,13 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -325,13 +328,56 @@ func (c *Client) scrub(s string) string { return Scrub(s, c.Secrets) }
 
 // Scrub replaces every secret (of four bytes or more) in s with
 // "[REDACTED]", for messages that may reach a file or a terminal.
+//
+// Each secret is scrubbed in the forms a server or a library may give it
+// back: as it is, URL-encoded (query escaping and path escaping) and in
+// Base64 (standard and URL alphabets, with and without padding: a Basic
+// authorization's user:password).
 func Scrub(s string, secrets []string) string {
 	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		if len(sec) < 4 {
+			continue
+		}
+		for _, form := range secretForms(sec) {
+			s = strings.ReplaceAll(s, form, "[REDACTED]")
 		}
 	}
 	return s
+}
+
+// secretForms are the encodings of sec Scrub looks for, longest first so
+// that no form is cut in two by a shorter one.
+func secretForms(sec string) []string {
+	forms := []string{sec, url.QueryEscape(sec), url.PathEscape(sec),
+		base64.StdEncoding.EncodeToString([]byte(sec)), base64.RawStdEncoding.EncodeToString([]byte(sec)),
+		base64.URLEncoding.EncodeToString([]byte(sec)), base64.RawURLEncoding.EncodeToString([]byte(sec))}
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(forms)
+}
+
+// URLSecrets are the secrets a URL carries: its password, the Basic
+// authorization's user:password built from it, and every query value of
+// four bytes or more (?api_key=…; an api-version too: better hidden in a
+// message than a key leaked).
+func URLSecrets(raw string) []string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw, u.User.Username()+":"+pw)
+		}
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // classifyTransport names a failure before any response arrived.

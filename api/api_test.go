@@ -3,11 +3,13 @@ package api
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -258,5 +260,22 @@ func TestRequestBody(t *testing.T) {
 	so, _ := got["stream_options"].(map[string]any)
 	if got["prompt"] != "p" || got["max_tokens"] != float64(5) || got["ignore_eos"] != true || got["stream"] != true || so["include_usage"] != true {
 		t.Errorf("body = %v", got)
+	}
+}
+
+// TestScrubEncodings: a secret is scrubbed as it is, URL-encoded and in
+// Base64, and a URL's password and query values count as secrets.
+func TestScrubEncodings(t *testing.T) {
+	const sec = "s3cr3t/key+=?"
+	msg := "raw " + sec + " query " + url.QueryEscape(sec) + " path " + url.PathEscape(sec) +
+		" b64 " + base64.StdEncoding.EncodeToString([]byte(sec)) + " raw64 " + base64.RawURLEncoding.EncodeToString([]byte(sec))
+	got := Scrub(msg, []string{sec})
+	if strings.Contains(got, "s3cr3t") || strings.Count(got, "[REDACTED]") != 5 {
+		t.Errorf("Scrub = %q", got)
+	}
+	secs := URLSecrets("https://user:pa55word@host/v1?api_key=k-123456&x=1")
+	basic := base64.StdEncoding.EncodeToString([]byte("user:pa55word"))
+	if got := Scrub("Authorization: Basic "+basic+" key k-123456 pass pa55word", secs); strings.Contains(got, basic) || strings.Contains(got, "k-123456") || strings.Contains(got, "pa55word") {
+		t.Errorf("URL secrets %q left %q", secs, got)
 	}
 }
