@@ -9,6 +9,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +45,7 @@ type benchFlags struct {
 	timeout, stallTimeout time.Duration
 	grace                 time.Duration
 	seed                  uint64
+	replace               bool
 	promptSeed            uint64 // --seed when given, else drawn for the run
 	hardware, quant       string
 	gpus                  int
@@ -87,7 +90,8 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "send ignore_eos (vLLM, SGLang, llama.cpp) so outputs reach --output-tokens")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable; values never written to files)")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent in the protocol's header: Bearer token, Anthropic x-api-key; default ANTHROPIC_API_KEY with --api anthropic)")
-	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory")
+	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory (one that holds a run is refused without --replace)")
+	fl.BoolVar(&f.replace, "replace", false, "with --out: write over the run the directory holds")
 	fl.StringVar(&f.format, "format", "table", "stdout format: table, json, markdown, csv")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "limit for one whole request")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a request whose stream is silent this long (0: never)")
@@ -125,6 +129,10 @@ type benchPlan struct {
 
 func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error) {
 	p := &benchPlan{header: http.Header{}}
+	if set("url") && strings.TrimSpace(f.url) == "" {
+		// A CI script's unset variable must not gate on simulated numbers.
+		return nil, usagef("--url: empty; leave it out to benchmark the embedded simulator")
+	}
 	f.promptSeed = f.seed
 	if !set("seed") {
 		f.promptSeed = rand.Uint64() | 1
@@ -230,6 +238,7 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		fileKey = strings.TrimSpace(env.Getenv(f.apiKeyEnv))
 	}
 	p.setAPIKey(fileKey)
+	p.secrets = append(p.secrets, api.URLSecrets(f.url)...)
 	for _, r := range rates {
 		n := f.requests
 		if n == 0 && f.duration == 0 {
@@ -274,6 +283,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	var w *results.Writer
 	if f.out != "" {
+		if !f.replace {
+			if _, err := os.Stat(filepath.Join(f.out, results.RunFile)); err == nil {
+				return usagef("--out: %s holds a run already; give another directory, or --replace to write over it", f.out)
+			}
+		}
 		if w, err = results.Create(f.out); err != nil {
 			return usagef("--out: %v", err)
 		}

@@ -85,7 +85,7 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 	if f.minChange == 0 {
 		opt.MinChange = 1e-12
 	}
-	var failed []string
+	var failed, nothing []string
 	rep := compare.Report{Schema: compare.JSONSchema, Alpha: opt.Alpha, MinChange: opt.MinChange, Comparisons: []compare.JSONDiff{}}
 	if len(conds) > 0 {
 		rep.Gate = &compare.JSONGate{Conditions: f.failIf, Trips: []compare.JSONTrip{}}
@@ -95,6 +95,9 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 			fmt.Fprintln(env.Stdout, "\n"+strings.Repeat("=", 60))
 		}
 		d := compare.Compare(runs[0], b, opt)
+		if len(d.Levels) == 0 {
+			nothing = append(nothing, b.Dir)
+		}
 		if !text {
 			rep.Comparisons = append(rep.Comparisons, d.JSON())
 		} else if err := d.WriteText(env.Stdout); err != nil {
@@ -135,6 +138,10 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 	}
 	if len(failed) > 0 {
 		return &exitError{code: ExitFailure, err: errors.New("--fail-if: " + strings.Join(failed, "; "))}
+	}
+	if len(nothing) > 0 {
+		// Nothing compared is no gate passed.
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s and %s share no load level: nothing was compared", runs[0].Dir, strings.Join(nothing, ", "))}
 	}
 	return nil
 }

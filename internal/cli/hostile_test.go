@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/results"
+)
+
+// TestEmptyURLRefused: --url "" (a CI script's unset variable) is bad input,
+// not a benchmark of the simulator.
+func TestEmptyURLRefused(t *testing.T) {
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", "", "--requests", "1")
+	if code != ExitUsage || !strings.Contains(stderr, "--url: empty") {
+		t.Errorf("exit %d, stderr %q; want 2 and a line naming --url", code, stderr)
+	}
+}
+
+// TestOutKeepsAnEarlierRun: --out on a directory holding a run is refused,
+// and the run is intact; --replace writes over it.
+func TestOutKeepsAnEarlierRun(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	args := []string{"bench", "--url", srv.URL + "/v1", "--model", "m", "--concurrency", "1", "--requests", "2", "--warmup", "0", "--out", dir}
+	if code, _, stderr := runCLI(context.Background(), nil, args...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, results.RequestsFile))
+	code, _, stderr := runCLI(context.Background(), nil, args...)
+	if code != ExitUsage || !strings.Contains(stderr, "holds a run already") {
+		t.Errorf("second run into it: exit %d, stderr %q; want 2", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, results.RequestsFile)); string(after) != string(before) || len(before) == 0 {
+		t.Error("the earlier run's requests.jsonl changed")
+	}
+	if code, _, stderr := runCLI(context.Background(), nil, append(args, "--replace")...); code != 0 {
+		t.Errorf("--replace: exit %d: %s", code, stderr)
+	}
+}
+
+// TestCompareNothingInCommonFails: two runs without a load level in common
+// compared nothing; that is no passed gate.
+func TestCompareNothingInCommonFails(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	root := t.TempDir()
+	for _, c := range []string{"1", "2"} {
+		if code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m", "--concurrency", c,
+			"--requests", "2", "--warmup", "0", "--out", filepath.Join(root, "c"+c)); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	}
+	code, _, stderr := runCLI(context.Background(), nil, "compare", filepath.Join(root, "c1"), filepath.Join(root, "c2"), "--fail-if", "ttft_p95>+10%")
+	if code != ExitFailure || !strings.Contains(stderr, "share no load level") {
+		t.Errorf("exit %d, stderr %q; want 1 and a line saying nothing was compared", code, stderr)
+	}
+}
+
+// TestQuerySecretScrubbed: a key in the URL's query never reaches a record,
+// in a connection error or an error body, in any of its encodings.
+func TestQuerySecretScrubbed(t *testing.T) {
+	const key = "qk-0123456789abcdef"
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, _ := runCLI(context.Background(), nil, "bench", "--url", "http://127.0.0.1:1/v1?api_key="+key, "--model", "m",
+		"--concurrency", "1", "--requests", "1", "--warmup", "0", "--out", dir)
+	if code == 0 {
+		t.Fatal("a refused connection completed")
+	}
+	for _, f := range []string{results.RequestsFile, results.RunFile, results.SummaryFile} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if strings.Contains(string(b), key) || strings.Contains(string(b), "cWstMDEyMzQ1Njc4OWFiY2RlZg") {
+			t.Errorf("%s holds the query's key", f)
+		}
+	}
+}
