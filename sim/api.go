@@ -186,9 +186,11 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
 		return nil, Request{}, badRequest("min_tokens: must be between 0 and max_tokens (%d), got %d", maxTokens, req.MinTokens)
 	}
-	if limit := min(s.cfg.MaxModelLen, s.kvCap); prompt+maxTokens > limit {
-		return nil, Request{}, badRequest("this model's maximum context length is %d tokens; the request asks for %d (%d prompt + %d output)",
-			limit, prompt+maxTokens, prompt, maxTokens)
+	// Compared without adding: prompt + a max_tokens near the top of int
+	// overflows and would pass, generating for ever.
+	if limit := min(s.cfg.MaxModelLen, s.kvCap); prompt > limit || maxTokens > limit-prompt {
+		return nil, Request{}, badRequest("this model's maximum context length is %d tokens; the request asks for %d prompt + %d output tokens",
+			limit, prompt, maxTokens)
 	}
 	return &req, Request{
 		ID: s.nextID.Add(1), PromptTokens: prompt, MaxTokens: maxTokens,

@@ -213,6 +213,10 @@ func TestBadRequests(t *testing.T) {
 		{"no prompt", "/v1/completions", `{"max_tokens":3}`, 400},
 		{"zero max tokens", "/v1/completions", `{"prompt":"a","max_tokens":0}`, 400},
 		{"too long", "/v1/completions", `{"prompt":"a","max_tokens":100}`, 400},
+		// prompt + max_tokens overflows int: still too long, streaming or not.
+		{"max_tokens at the top of int", "/v1/completions", `{"prompt":"a","max_tokens":9223372036854775807}`, 400},
+		{"max_tokens at the top of int, streaming", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}],"max_tokens":9223372036854775807,"stream":true}`, 400},
+		{"max_completion_tokens at the top of int", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":9223372036854775807}`, 400},
 		{"n=2", "/v1/completions", `{"prompt":"a","n":2}`, 400},
 		{"body too large", "/v1/completions", `{"prompt":"` + strings.Repeat("a ", 1000) + `"}`, 413},
 	} {
