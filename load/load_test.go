@@ -515,3 +515,27 @@ func TestStartsSpreadByDefault(t *testing.T) {
 		within(t, fmt.Sprintf("start of user %d (ms)", i), o, float64(i)*res.Level.StartSpreadMs/4, tol)
 	}
 }
+
+// TestInterruptKeepsWhatWasMeasured: streams an interrupt cuts are
+// recorded as interrupted with what they measured (first token, chunks,
+// tokens), and stay out of the level's statistics.
+func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: 50 * time.Millisecond, Tokens: 40, Usage: true})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := r.RunLevel(ctx, 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 2}, Requests: 2, Lockstep: true}, fixedSource{maxTokens: 40})
+	if err != ErrInterrupted {
+		t.Fatalf("err %v, want ErrInterrupted", err)
+	}
+	if len(res.Records) != 2 || res.Level.Requests.Completed != 0 || res.Level.TTFT.Count != 0 {
+		t.Fatalf("%d records, %d completed, TTFT count %d", len(res.Records), res.Level.Requests.Completed, res.Level.TTFT.Count)
+	}
+	for _, rec := range res.Records {
+		if rec.OK || rec.ErrorClass != "interrupted" || len(rec.ChunkMs) < 2 || rec.TTFTMs < 20 || rec.TTFTMs != rec.ChunkMs[0] || rec.OutputTokens != len(rec.ChunkMs) {
+			t.Errorf("record %d: ok %v class %q, TTFT %.1f ms, %d chunks, %d tokens; want interrupted with its first token and every chunk's token",
+				rec.ID, rec.OK, rec.ErrorClass, rec.TTFTMs, len(rec.ChunkMs), rec.OutputTokens)
+		}
+	}
+}

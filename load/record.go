@@ -49,9 +49,15 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		if resp.RetryAfter != "" {
 			rec.Error += " (Retry-After: " + resp.RetryAfter + ")"
 		}
-		return rec
+		if len(resp.Chunks) == 0 {
+			return rec
+		}
+		// A stream cut short (Ctrl-C, a drop, a stall) keeps what it
+		// measured — its first token, its chunks, their tokens — though
+		// a failed record never enters the level's statistics.
+	} else {
+		rec.OK = true
 	}
-	rec.OK = true
 	n := len(resp.Chunks)
 	rec.ChunkMs = make([]float64, n)
 	// The whole text is only needed when the server sent no usage, and

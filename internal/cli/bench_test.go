@@ -150,6 +150,17 @@ func TestBenchInterruptWritesEverything(t *testing.T) {
 	if err != nil || len(recs) != disk.Levels[0].Requests.Sent || len(recs) < 4 {
 		t.Fatalf("requests.jsonl has %d records, summary says %d sent: %v", len(recs), disk.Levels[0].Requests.Sent, err)
 	}
+	// Streams the interrupt cut keep what they measured (a stream's first
+	// token comes at 20 ms, and each was cut after the 50 ms grace).
+	for _, r := range recs {
+		if r.ErrorClass == "interrupted" && len(r.ChunkMs) > 0 {
+			if r.TTFTMs <= 0 || r.OutputTokens <= 0 || r.TTFTMs != r.ChunkMs[0] {
+				t.Errorf("interrupted record %d: TTFT %v, %d tokens over %d chunks; want what it measured", r.ID, r.TTFTMs, r.OutputTokens, len(r.ChunkMs))
+			}
+		}
+	}
+	// (A stream may also end within the grace period: load's
+	// TestInterruptKeepsWhatWasMeasured cuts streams for certain.)
 }
 
 func TestBenchUnwritableOutSendsNothing(t *testing.T) {
