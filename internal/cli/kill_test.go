@@ -118,3 +118,35 @@ func TestSIGTERMWritesInterruptedSummary(t *testing.T) {
 		t.Errorf("summary counts %d requests, requests.jsonl holds %d", s.Levels[0].Requests.Sent, len(recs))
 	}
 }
+
+// TestSecondInterruptExitsAtOnce: the first SIGINT lets streams in flight
+// finish within the grace period; a second one exits at once, 130.
+func TestSecondInterruptExitsAtOnce(t *testing.T) {
+	bin := buildBinary(t)
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 500 * time.Millisecond, Tokens: 100, Usage: true})
+	t.Cleanup(srv.Close)
+	cmd := exec.Command(bin, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "2", "--requests", "4",
+		"--warmup", "0", "--grace", "60s", "--out", filepath.Join(t.TempDir(), "run"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(700 * time.Millisecond) // the streams are running
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		t.Fatalf("exited on the first interrupt (%v), with streams that had 60 s of grace", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
+			t.Errorf("exit: %v, want 130", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a second interrupt did not exit")
+	}
+}
