@@ -647,7 +647,10 @@ sending:
 		go func() {
 			defer wg.Done()
 			rec := r.one(reqCtx, idx, start, b)
-			rec.QueueMs = ms(rec.Start.Sub(due)) // actual t0 − scheduled instant
+			// actual t0 − scheduled instant, of the first attempt: a
+			// retry's wait (--retry) is the server's doing, not the client
+			// sending late, and is in the record as retry_wait_ms.
+			rec.QueueMs = ms(rec.Start.Sub(due)) - rec.RetryWaitMs
 			if slots != nil {
 				<-slots
 			}

@@ -539,3 +539,31 @@ func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopRetryIsNoLateSend: in open loop a retried request's wait
+// (here 250 ms of back-off after a 500) is the server's doing: its queue
+// is its first attempt's, and it is no late send.
+func TestOpenLoopRetryIsNoLateSend(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true,
+		Fault: func(n int) fakellm.Fault {
+			if n == 0 {
+				return fakellm.Fault{Status: 500, RetryAfter: "soon"}
+			}
+			return fakellm.Fault{}
+		}})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	r.Retry = 1
+	res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "rate", RateRPS: 20, Arrival: ArrivalConstant}, Requests: 2}, fixedSource{maxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range res.Records {
+		if rec.QueueMs > 20 {
+			t.Errorf("record %d: queue %.1f ms (retries %d, retry wait %.1f ms): the retry's wait counted as the client late", rec.ID, rec.QueueMs, rec.Retries, rec.RetryWaitMs)
+		}
+	}
+	if res.Level.LateSends != 0 || res.Level.Retries != 1 {
+		t.Errorf("late sends %d, retries %d; want 0 and 1", res.Level.LateSends, res.Level.Retries)
+	}
+}
