@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -442,16 +443,24 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if sinkErr != nil {
 		summary.Warnings = append(summary.Warnings, "writing requests.jsonl failed: "+sinkErr.Error())
 	}
+	// A run whose files could not be written (a full disk) fails, after
+	// stdout has what was measured.
+	writeErr := sinkErr
 	if w != nil {
 		// run.json again, now with what the run measured with.
 		run.Transport = f.nf.measuredTransport(transport, baseURL, summary.Levels)
 		if err := w.WriteRun(run); err != nil {
 			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+			writeErr = cmp.Or(writeErr, err)
 		}
 		if err := w.WriteSummary(summary); err != nil {
 			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
-		} else if err := writeReportHTML(w.Dir()); err != nil {
-			fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+			writeErr = cmp.Or(writeErr, err)
+		} else if sinkErr == nil { // (a report of records that were not all written would mislead)
+			if err := writeReportHTML(w.Dir()); err != nil {
+				fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
+				writeErr = cmp.Or(writeErr, err)
+			}
 		}
 	}
 	switch f.format {
@@ -468,6 +477,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	if err != nil {
 		return err
+	}
+	if writeErr != nil {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("--out: the run was not written whole: %w (what was written is valid)", writeErr)}
 	}
 	if summary.Interrupted {
 		return &exitError{code: ExitInterrupted, err: errors.New("interrupted: results so far were written")}

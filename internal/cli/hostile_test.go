@@ -79,3 +79,24 @@ func TestQuerySecretScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// TestFullDiskFails: when requests.jsonl cannot be written (here it is
+// /dev/full, a disk that is always full), the run exits non-zero and says
+// so, instead of reporting success.
+func TestFullDiskFails(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(dir, 0o755)
+	if err := os.Symlink("/dev/full", filepath.Join(dir, results.RequestsFile)); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--concurrency", "1", "--requests", "2", "--warmup", "0", "--out", dir)
+	if code != ExitFailure || !strings.Contains(stderr, "the run was not written whole") {
+		t.Errorf("exit %d, stderr %q; want 1 and a line saying the run was not written", code, stderr)
+	}
+}
