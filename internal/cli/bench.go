@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -561,7 +562,11 @@ func firstModel(ctx context.Context, c *http.Client, base string, h http.Header)
 	if err != nil {
 		return "", 0, "", err
 	}
-	endpoint = strings.TrimSuffix(endpoint, "/chat/completions") + "/models"
+	// The query (Azure's ?api-version=) stays where it belongs, after the path.
+	if u, err := url.Parse(endpoint); err == nil {
+		u.Path = strings.TrimSuffix(u.Path, "/chat/completions") + "/models"
+		endpoint = u.String()
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)

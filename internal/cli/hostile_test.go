@@ -100,3 +100,15 @@ func TestFullDiskFails(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and a line saying the run was not written", code, stderr)
 	}
 }
+
+// TestURLQueryKeptForModelDiscovery: a query in --url (Azure's
+// ?api-version=) stays after the path when tokbench asks for the models.
+func TestURLQueryKeptForModelDiscovery(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1?api-version=2024-10-21",
+		"--concurrency", "1", "--requests", "1", "--warmup", "0")
+	if code != 0 {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
