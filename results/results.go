@@ -155,6 +155,12 @@ func (w *Writer) RenumberLevels(newIndex []int) error {
 	return nil
 }
 
+// WriteSummary writes dir's summary.json (a summary rebuilt from the
+// records of a run that died before writing its own).
+func WriteSummary(dir string, s metrics.Summary) error {
+	return writeJSON(filepath.Join(dir, SummaryFile), s)
+}
+
 // WriteSummary writes summary.json.
 func (w *Writer) WriteSummary(s metrics.Summary) error {
 	return writeJSON(filepath.Join(w.dir, SummaryFile), s)

@@ -76,8 +76,13 @@ func readPage(dir string) (report.Page, error) {
 	var p report.Page
 	s, err := results.ReadSummary(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		// The run died before its summary: rebuild it from the records.
-		s, err = results.Rebuild(dir)
+		// The run died before its summary (kill -9): rebuild it from the
+		// records, and keep it, so that compare and merge can read the run.
+		if s, err = results.Rebuild(dir); err == nil {
+			if werr := results.WriteSummary(dir, s); werr != nil {
+				p.Warnings = append(p.Warnings, "the rebuilt summary could not be written: "+werr.Error())
+			}
+		}
 	}
 	if err != nil {
 		return p, fmt.Errorf("%s: %w", dir, err)
