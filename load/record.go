@@ -82,7 +82,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		rec.ChunkMs[i] = ms(c.At.Sub(resp.Start))
 		if c.Text != "" {
 			if estimate != nil {
-				estimate[i] = tok.Count(c.Text)
+				estimate[i] = chunkCount(tok, c.Text, usage)
 			}
 			if !usage {
 				text.WriteString(c.Text)
@@ -90,7 +90,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		}
 		if c.Reasoning != "" {
 			if estimate != nil {
-				estimate[i] += tok.Count(c.Reasoning)
+				estimate[i] += chunkCount(tok, c.Reasoning, usage)
 			}
 			reasoning.WriteString(c.Reasoning)
 		}
@@ -207,4 +207,19 @@ func phases(resp *api.Response) *metrics.Phases {
 		KernelStamps: resp.KernelStamps,
 	}
 	return out
+}
+
+// maxCountedChunk: with the server's usage known, a chunk's own count only
+// spreads that total over the chunks, and a chunk longer than this is not
+// tokenized for it (a hostile server's 50 MB chunk cost 30 s of CPU and
+// 1.5 GB): its bytes stand in, at four to a token.
+const maxCountedChunk = 16 << 10
+
+// chunkCount is a chunk's local token count for spreading the output
+// tokens over the chunks.
+func chunkCount(tok tokenize.Tokenizer, s string, usage bool) int {
+	if usage && len(s) > maxCountedChunk {
+		return (len(s) + 3) / 4
+	}
+	return tok.Count(s)
 }

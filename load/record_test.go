@@ -106,3 +106,35 @@ func TestRecordUsagePerChunk(t *testing.T) {
 		})
 	}
 }
+
+// countingTokenizer records the longest text it was asked to count.
+type countingTokenizer struct {
+	tokenize.Tokenizer
+	longest int
+}
+
+func (c *countingTokenizer) Count(s string) int {
+	c.longest = max(c.longest, len(s))
+	return c.Tokenizer.Count(s)
+}
+
+// TestRecordHugeChunkNotTokenized: with the server's usage known, a chunk
+// of megabytes is not run through the tokenizer just to spread the total
+// over the chunks; the tokens still sum to the usage.
+func TestRecordHugeChunkNotTokenized(t *testing.T) {
+	base, err := tokenize.Get("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &countingTokenizer{Tokenizer: base}
+	t0 := time.Now()
+	resp := &api.Response{Start: t0, Done: t0.Add(time.Second), Usage: &api.Usage{CompletionTokens: 10},
+		Chunks: []api.Chunk{{At: t0.Add(10 * time.Millisecond), Text: " hello"}, {At: t0.Add(20 * time.Millisecond), Text: strings.Repeat("x", 8<<20)}}}
+	rec := Record(resp, tok, RecordInfo{})
+	if tok.longest > maxCountedChunk {
+		t.Errorf("the tokenizer was given %d bytes", tok.longest)
+	}
+	if rec.OutputTokens != 10 || rec.ChunkTokens[0]+rec.ChunkTokens[1] != 10 || rec.ChunkTokens[1] < rec.ChunkTokens[0] {
+		t.Errorf("tokens %d over chunks %v", rec.OutputTokens, rec.ChunkTokens)
+	}
+}
