@@ -413,6 +413,8 @@ func classifyRead(err error) string {
 		return "interrupted"
 	case strings.Contains(msg, "line longer"):
 		return "line_too_long"
+	case strings.Contains(msg, "event data longer"):
+		return "event_too_large"
 	}
 	return "connection_dropped"
 }

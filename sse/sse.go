@@ -24,6 +24,17 @@ const MaxLineBytes = 64 << 20
 // ErrLineTooLong reports a line longer than MaxLineBytes.
 var ErrLineTooLong = errors.New("sse: line longer than 64 MiB")
 
+// MaxEventBytes bounds one event's data, however many data: lines carry
+// it: a server splitting one event over a gigabyte of lines must not take
+// the client's memory.
+const MaxEventBytes = 64 << 20
+
+// maxEventBytes is MaxEventBytes, smaller in tests.
+var maxEventBytes = MaxEventBytes
+
+// ErrEventTooLarge reports an event whose data passed MaxEventBytes.
+var ErrEventTooLarge = errors.New("sse: event data longer than 64 MiB")
+
 // Event is one dispatched event. Data aliases the decoder's buffer and is
 // valid only until the next call to Next.
 type Event struct {
@@ -103,6 +114,9 @@ func (d *Decoder) Next() (Event, error) {
 			continue
 		}
 		d.field(line)
+		if len(d.data) > maxEventBytes {
+			return Event{}, ErrEventTooLarge
+		}
 	}
 }
 

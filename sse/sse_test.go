@@ -149,3 +149,28 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// endlessLines is an event that never ends: data: line after data: line.
+type endlessLines struct{ line []byte }
+
+func (e endlessLines) Read(p []byte) (int, error) {
+	n := 0
+	for n+len(e.line) <= len(p) {
+		n += copy(p[n:], e.line)
+	}
+	if n == 0 {
+		n = copy(p, e.line)
+	}
+	return n, nil
+}
+
+// TestEventBounded: one event split over endless data: lines fails as
+// too large once its data passes the bound, instead of growing for ever.
+func TestEventBounded(t *testing.T) {
+	defer func(v int) { maxEventBytes = v }(maxEventBytes)
+	maxEventBytes = 1 << 20
+	d := NewDecoder(endlessLines{line: []byte("data: " + strings.Repeat("x", 1000) + "\n")})
+	if _, err := d.Next(); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("Next = %v, want ErrEventTooLarge", err)
+	}
+}
