@@ -155,9 +155,10 @@ type Client struct {
 // headers set, so that building it never sits between a level's start and
 // its write. It may be sent any number of times, one send at a time.
 type Prepared struct {
-	http *http.Request
-	err  error
-	used bool
+	http      *http.Request
+	err       error
+	used      bool
+	maxTokens int // the request's output budget (0: the server's)
 }
 
 // Prepare builds req for sending.
@@ -171,7 +172,7 @@ func (cl *Client) Prepare(req *Request) *Prepared {
 			hreq.Header.Add(k, v)
 		}
 	}
-	return &Prepared{http: hreq}
+	return &Prepared{http: hreq, maxTokens: req.MaxTokens}
 }
 
 // request is the prepared request for one send on ctx, with a fresh body
@@ -281,6 +282,12 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
+	if limit := overlongChunks(prep.maxTokens); limit > 0 {
+		// A stream that goes on past its max_tokens by far (no finish, no
+		// [DONE], tokens for ever) is cut: every chunk carries at least a
+		// token, so this many chunks are tokens the server should not send.
+		sr.over = func() bool { return len(resp.Chunks) > limit }
+	}
 	if kernel {
 		sr.clock = wire.ArrivalClock(conn, p.FirstByte)
 	}
@@ -402,6 +409,19 @@ func classifyTransport(ctx context.Context, err error) string {
 	return "connection"
 }
 
+// overlongChunks is how many token chunks a stream of maxTokens may send
+// before it is cut as overlong: twice the budget and 64 more, room for
+// servers that count differently; 0 (no limit) without a budget.
+func overlongChunks(maxTokens int) int {
+	if maxTokens <= 0 {
+		return 0
+	}
+	return 2*maxTokens + 64
+}
+
+// errOverlong: the stream went on far past its max_tokens.
+var errOverlong = errors.New("the stream went on far past max_tokens: cut")
+
 // classifyRead names a failure while the body streamed.
 func classifyRead(err error) string {
 	msg := err.Error()
@@ -415,6 +435,8 @@ func classifyRead(err error) string {
 		return "line_too_long"
 	case strings.Contains(msg, "event data longer"):
 		return "event_too_large"
+	case errors.Is(err, errOverlong):
+		return "overlong_stream"
 	}
 	return "connection_dropped"
 }

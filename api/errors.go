@@ -74,6 +74,9 @@ type stallReader struct {
 	timer   *time.Timer
 	fired   atomic.Bool
 	tailed  bool
+	// over, when set, reports that the stream went on too long: reading
+	// ends with errOverlong.
+	over func() bool
 	// clock stamps arrivals with the kernel's receive instant when the
 	// connection keeps one (see ReceiveTimestampDialer); nil: time.Now.
 	clock func() time.Time
@@ -96,6 +99,9 @@ func (s *stallReader) fire() {
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
+	if s.over != nil && s.over() {
+		return 0, errOverlong
+	}
 	n, err := s.r.Read(p)
 	if n > 0 && !s.fired.Load() {
 		s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -201,5 +202,28 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 	if elsewhere.Load() != 0 {
 		t.Error("the request went to the server the redirect named")
+	}
+}
+
+// TestOverlongStreamCut: a server that streams tokens for ever, past its
+// max_tokens, with no finish and no [DONE], is cut and the request fails
+// as overlong_stream, in bounded time and memory.
+func TestOverlongStreamCut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 1_000_000 && r.Context().Err() == nil; i++ {
+			if _, err := io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\" the\"}}]}\n\n"); err != nil {
+				return
+			}
+			if i%64 == 0 {
+				w.(http.Flusher).Flush()
+			}
+		}
+	}))
+	defer srv.Close()
+	cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+	resp := cl.Do(context.Background(), &Request{Model: "m", MaxTokens: 16, Messages: []Message{{Role: "user", Content: "hi"}}})
+	if resp.ErrorClass != "overlong_stream" || len(resp.Chunks) > overlongChunks(16)+64 {
+		t.Errorf("class %q (%s), %d chunks; want overlong_stream near %d", resp.ErrorClass, resp.Error, len(resp.Chunks), overlongChunks(16))
 	}
 }
