@@ -447,20 +447,7 @@ func TestTransportResendsOnClosedKeptConnection(t *testing.T) {
 // its answer ended (a server out of step) are no answer to the next
 // request, which goes on a new connection.
 func TestTransportIdleUnsolicited(t *testing.T) {
-	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
-		for i := 0; ; i++ {
-			if _, _, err := readReq(br); err != nil {
-				return
-			}
-			if n == 1 && i == 0 {
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				time.Sleep(30 * time.Millisecond)
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
-				continue
-			}
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
-		}
-	})
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) { strayAnswer(n, c, br) })
 	client := &http.Client{Transport: NewTransport()}
 	if _, body := get(t, client, srv.url("/")); body != "ok" {
 		t.Fatalf("first body %q", body)
@@ -654,5 +641,23 @@ func TestTransportBoundsTheHead(t *testing.T) {
 	}
 	if _, body := get(t, client, srv.url("/")); body != "ok" {
 		t.Errorf("a plain answer after: %q", body)
+	}
+}
+
+// strayAnswer serves a connection's requests, the first connection's first
+// one with an answer followed, 30 ms later, by a second nobody asked for
+// ("stale"); every other request gets "fresh".
+func strayAnswer(n int, w io.Writer, br *bufio.Reader) {
+	for i := 0; ; i++ {
+		if _, _, err := readReq(br); err != nil {
+			return
+		}
+		if n == 1 && i == 0 {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			time.Sleep(30 * time.Millisecond)
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
+			continue
+		}
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
 	}
 }

@@ -271,19 +271,7 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 	cfg := &tls.Config{Certificates: cert.TLS.Certificates, NextProtos: []string{"http/1.1"}}
 	srv := newRawServer(t, func(n int, c net.Conn, _ *bufio.Reader) {
 		tc := tls.Server(c, cfg)
-		br := bufio.NewReader(tc)
-		for i := 0; ; i++ {
-			if _, _, err := readReq(br); err != nil {
-				return
-			}
-			if n == 1 && i == 0 {
-				io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				time.Sleep(30 * time.Millisecond)
-				io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
-				continue
-			}
-			io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
-		}
+		strayAnswer(n, tc, bufio.NewReader(tc))
 	})
 	tr := trusting(cert)
 	defer tr.CloseIdleConnections()
