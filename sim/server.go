@@ -455,6 +455,7 @@ func (s *Server) loop(ctx context.Context) {
 		}
 		// One hand-off per writer per step, not a wake-up per stream.
 		jobs := make([][]job, len(s.writers))
+		var pushes []job
 		generated := 0
 		for _, em := range res.Emits {
 			generated += em.Tokens
@@ -467,19 +468,25 @@ func (s *Server) loop(ctx context.Context) {
 				w := s.writerFor(em.ID)
 				jobs[w] = append(jobs[w], job{st: st, c: c})
 			} else {
-				st.push(c)
+				pushes = append(pushes, job{st: st, c: c})
 			}
 			if em.Finish != FinishNone {
 				delete(streams, em.ID)
 				s.met.finished(em.Finish)
 			}
 		}
+		// /metrics counts the step before any of its chunks leaves: a
+		// client that scrapes the moment its answer ended finds its
+		// tokens counted (it found them a step late, now and then).
+		s.met.step(res, generated, rate.add(res.End, generated))
+		for _, p := range pushes {
+			p.st.push(p.c)
+		}
 		for w, js := range jobs {
 			if len(js) > 0 {
 				s.writers[w] <- js
 			}
 		}
-		s.met.step(res, generated, rate.add(res.End, generated))
 	}
 }
 
