@@ -293,6 +293,13 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	}
 	resp.KernelStamps = sr.clock != nil
 	defer sr.stop()
+	if enc := hresp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") && !hresp.Uncompressed {
+		// tokbench asks for no encoding; a proxy that compresses a stream
+		// anyway hands over bytes no decoder can read as events.
+		resp.Done = time.Now()
+		resp.fail("encoded_stream", "the answer is %s-encoded (Content-Encoding), not a plain stream: a proxy compressing it?", enc)
+		return resp
+	}
 	cl.Adapter.Decode(sr, resp)
 	if resp.Done.IsZero() {
 		resp.Done = time.Now()
@@ -304,15 +311,33 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		} else if sr.stalled() || headStalled.Load() {
 			resp.ErrorClass = ""
 			resp.fail("stall_timeout", "no data for %s", cl.StallTimeout)
+		} else if len(resp.Chunks) == 0 {
+			resp.Error += notAStream(hresp.Header.Get("Content-Type"))
 		}
 		resp.Error = cl.scrub(resp.Error)
 		return resp
 	}
 	if len(resp.Chunks) == 0 {
-		resp.fail("empty_response", "the stream carried no output tokens")
+		resp.fail("empty_response", "the stream carried no output tokens%s", notAStream(hresp.Header.Get("Content-Type")))
 	}
 	cachedFromTimings(resp)
 	return resp
+}
+
+// notAStream says what an answer that carried no tokens was, by its
+// Content-Type, when that is no stream's: an HTML page (a login page, a
+// proxy's error), one JSON document (a server that does not stream).
+func notAStream(contentType string) string {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
+	switch {
+	case mt == "", mt == "text/event-stream", mt == "application/x-ndjson", mt == "application/jsonl":
+		return ""
+	case mt == "text/html":
+		return " (the server answered an HTML page, Content-Type text/html: a login page or a proxy's?)"
+	case mt == "application/json":
+		return " (the server answered one JSON document, not a stream: does it stream this endpoint?)"
+	}
+	return fmt.Sprintf(" (Content-Type %s: not a stream)", mt)
 }
 
 // cachedFromTimings fills the usage's cached prompt tokens from the

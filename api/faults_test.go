@@ -227,3 +227,32 @@ func TestOverlongStreamCut(t *testing.T) {
 		t.Errorf("class %q (%s), %d chunks; want overlong_stream near %d", resp.ErrorClass, resp.Error, len(resp.Chunks), overlongChunks(16))
 	}
 }
+
+// TestNotAStreamSaysWhatItWas: an HTML login page, one JSON document and
+// a gzip-encoded stream are told apart in the failure, by what the server
+// said the answer was.
+func TestNotAStreamSaysWhatItWas(t *testing.T) {
+	for _, c := range []struct {
+		name, ctype, enc, body, class, want string
+	}{
+		{"html", "text/html; charset=utf-8", "", "<html><body>Sign in</body></html>", "", "an HTML page"},
+		{"json", "application/json", "", `{"choices":[{"message":{"content":"hi"}}]}`, "", "one JSON document, not a stream"},
+		{"gzip", "text/event-stream", "gzip", "\x1f\x8b\x08\x00", "encoded_stream", "gzip-encoded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", c.ctype)
+				if c.enc != "" {
+					w.Header().Set("Content-Encoding", c.enc)
+				}
+				io.WriteString(w, c.body)
+			}))
+			defer srv.Close()
+			cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
+			resp := cl.Do(context.Background(), req1)
+			if !resp.Failed() || !strings.Contains(resp.Error, c.want) || c.class != "" && resp.ErrorClass != c.class {
+				t.Errorf("class %q, error %q; want %q", resp.ErrorClass, resp.Error, c.want)
+			}
+		})
+	}
+}
