@@ -29,23 +29,55 @@ func ReceiveTimestampDialer(d *net.Dialer) func(ctx context.Context, network, ad
 		if err != nil {
 			return nil, err
 		}
-		tc, ok := c.(*net.TCPConn)
-		if !ok {
-			return c, nil
-		}
-		raw, err := tc.SyscallConn()
-		if err != nil {
-			return c, nil
-		}
-		var serr error
-		raw.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, soTimestamping, sofRxSoftware|sofSoftware)
-		})
-		if serr != nil {
-			return c, nil
-		}
-		return newRxConn(tc, raw), nil
+		return StampConn(c), nil
 	}
+}
+
+// StampConn asks the kernel to timestamp the data c receives (as
+// ReceiveTimestampDialer's connections do) and returns c wrapped so that
+// its reads keep the stamp of the latest data read (ReceiveStamper): for
+// connections a listener accepted, as a server that measures its own
+// requests' arrival needs. It returns c itself where the kernel refuses
+// or c is no TCP connection.
+func StampConn(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	raw, ok := enableStamps(tc)
+	if !ok {
+		return c
+	}
+	return newRxConn(tc, raw)
+}
+
+// KeepStamping asks for receive stamps on a listening socket, which the
+// connections it accepts inherit. It also keeps the kernel stamping: it
+// turns stamping on for the whole stack only while some socket asks (and
+// a moment after the first one does), so without it the first packets of
+// a fresh run may come unstamped.
+func KeepStamping(ln net.Listener) bool {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	_, ok = enableStamps(sc)
+	return ok
+}
+
+// enableStamps asks the kernel for software receive stamps on c's socket.
+func enableStamps(c syscall.Conn) (syscall.RawConn, bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, soTimestamping, sofRxSoftware|sofSoftware)
+	}); err != nil || serr != nil {
+		return nil, false
+	}
+	return raw, true
 }
 
 const (

@@ -15,3 +15,9 @@ func ReceiveTimestampDialer(d *net.Dialer) func(ctx context.Context, network, ad
 	}
 	return d.DialContext
 }
+
+// StampConn is c itself off Linux: no kernel receive stamps.
+func StampConn(c net.Conn) net.Conn { return c }
+
+// KeepStamping does nothing off Linux.
+func KeepStamping(net.Listener) bool { return false }

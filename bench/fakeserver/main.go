@@ -19,8 +19,9 @@
 // right before the write that carries it; the first token chunk's is
 // " t<ns> r<ns>", the r part the request's arrival: the kernel's receive
 // stamp (SO_TIMESTAMPING, realtime clock) of the read that delivered the
-// request's last byte, or where the kernel gives none the instant the
-// server finished reading it (said once on stderr). Send minus arrival is
+// request's last byte (wire.StampConn, as the client stamps its reads),
+// or where the kernel gives none the instant the server read it (said once
+// on stderr when a connection has no stamps at all). Send minus arrival is
 // the request's true TTFT. The stream ends with a finish_reason chunk, a
 // usage chunk and [DONE].
 //
@@ -66,6 +67,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tokbench/tokbench/wire"
 )
 
 func main() {
@@ -100,7 +103,7 @@ func main() {
 	}
 	// Keep the kernel stamping received packets from now on, and give its
 	// deferred switch-on a moment, so that the first requests are stamped.
-	if keepStamping(ln) {
+	if wire.KeepStamping(ln) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -152,7 +155,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.accepted.Add(1)
-	return stamped(c), nil
+	return wire.StampConn(c), nil
 }
 
 func raiseFileLimit() {
@@ -236,10 +239,11 @@ func (s *server) statsJSON() []byte {
 }
 
 // arrival is the arrival instant, unix ns, of a request whose last byte
-// the latest read on tcp delivered: that read's kernel receive stamp, or
-// now where there is none (said once on stderr).
+// the latest read on tcp delivered: that read's kernel receive stamp
+// (wire.StampConn stamps a read the kernel left unstamped with its own
+// instant), or now on a connection without stamps (said once on stderr).
 func (s *server) arrival(tcp net.Conn) int64 {
-	if rs, ok := tcp.(interface{ LastReceived() int64 }); ok {
+	if rs, ok := tcp.(wire.ReceiveStamper); ok {
 		if ns := rs.LastReceived(); ns > 0 {
 			return ns
 		}
