@@ -76,3 +76,16 @@ func TestModelLoadWarned(t *testing.T) {
 		t.Errorf("warm requests warned: %q", lv.Warnings)
 	}
 }
+
+// TestProtocols: run.json's transport names every version the levels'
+// answers came over, once each.
+func TestProtocols(t *testing.T) {
+	levels := []Level{
+		{Connections: &Connections{HTTP: "HTTP/1.1"}},
+		{},
+		{Connections: &Connections{HTTP: "HTTP/1.1, HTTP/2.0", TLS: "TLS 1.3"}},
+	}
+	if h, tl := Protocols(levels); h != "HTTP/1.1, HTTP/2.0" || tl != "TLS 1.3" {
+		t.Errorf("Protocols = %q, %q", h, tl)
+	}
+}

@@ -119,6 +119,23 @@ func (lv *Level) summarizeConnections(recs []Record) {
 	}
 }
 
+// Protocols are the HTTP and TLS versions the levels' answers came over,
+// every level's together ("HTTP/1.1", "TLS 1.3"; several joined by commas).
+func Protocols(levels []Level) (httpV, tlsV string) {
+	h, t := map[string]bool{}, map[string]bool{}
+	for _, lv := range levels {
+		if c := lv.Connections; c != nil {
+			for _, v := range strings.Split(c.HTTP, ", ") {
+				h[v] = v != ""
+			}
+			for _, v := range strings.Split(c.TLS, ", ") {
+				t[v] = v != ""
+			}
+		}
+	}
+	return joinKeys(h), joinKeys(t)
+}
+
 func describeSome(v []float64) *Stats {
 	if len(v) == 0 {
 		return nil
@@ -127,10 +144,13 @@ func describeSome(v []float64) *Stats {
 	return &s
 }
 
+// joinKeys joins the keys set true, sorted.
 func joinKeys(m map[string]bool) string {
 	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	for k, ok := range m {
+		if ok {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")

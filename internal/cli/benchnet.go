@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -103,28 +102,6 @@ func (n *netFlags) measuredTransport(t *wire.Transport, target string, levels []
 	if u, err := url.Parse(target); err == nil && !t.Runs(u) {
 		out.Client = "net/http"
 	}
-	httpV, tlsV := map[string]bool{}, map[string]bool{}
-	for _, lv := range levels {
-		if c := lv.Connections; c != nil {
-			for _, v := range strings.Split(c.HTTP, ", ") {
-				httpV[v] = v != ""
-			}
-			for _, v := range strings.Split(c.TLS, ", ") {
-				tlsV[v] = v != ""
-			}
-		}
-	}
-	out.HTTP, out.TLS = trueKeys(httpV), trueKeys(tlsV)
+	out.HTTP, out.TLS = metrics.Protocols(levels)
 	return out
-}
-
-func trueKeys(m map[string]bool) string {
-	var keys []string
-	for k, ok := range m {
-		if ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ", ")
 }
