@@ -124,10 +124,8 @@ func (t *requestTrace) finish(kernel bool) (Phases, net.Conn) {
 	p := t.p
 	if !t.fbNow.IsZero() {
 		p.FirstByte = t.fbNow
-		if kernel && t.fbStamp > 0 {
-			if ago := time.Duration(t.fbNow.UnixNano() - t.fbStamp); ago > 0 {
-				p.FirstByte = t.fbNow.Add(-ago)
-			}
+		if kernel {
+			p.FirstByte = wire.StampTime(t.fbNow, t.fbStamp)
 		}
 	}
 	return p, t.conn

@@ -41,18 +41,25 @@ func ArrivalClock(conn net.Conn, start time.Time) func() time.Time {
 	}
 	last := start
 	return func() time.Time {
-		now := time.Now()
-		at := now
-		if ns := rs.LastReceived(); ns != 0 {
-			// Realtime to monotonic: subtract how long ago it was.
-			if ago := time.Duration(now.UnixNano() - ns); ago > 0 {
-				at = now.Add(-ago)
-			}
-		}
+		at := StampTime(time.Now(), rs.LastReceived())
 		if at.Before(last) {
 			at = last
 		}
 		last = at
 		return at
 	}
+}
+
+// StampTime is a kernel receive stamp (unix ns, the realtime clock) as an
+// instant on this process's monotonic clock, read at now: now less how
+// long ago the stamp was. A stamp of 0 (none), or one not before now, is
+// now.
+func StampTime(now time.Time, ns int64) time.Time {
+	if ns == 0 {
+		return now
+	}
+	if ago := time.Duration(now.UnixNano() - ns); ago > 0 {
+		return now.Add(-ago)
+	}
+	return now
 }

@@ -119,3 +119,15 @@ func TestArrivalClockNeverGoesBack(t *testing.T) {
 		last = at
 	}
 }
+
+// TestStampTime: a stamp 3 ms before now is the instant 3 ms before now on
+// the monotonic clock; no stamp, or one from the future, is now.
+func TestStampTime(t *testing.T) {
+	now := time.Now()
+	if got := now.Sub(StampTime(now, now.UnixNano()-3e6)); got != 3*time.Millisecond {
+		t.Errorf("3 ms ago: %v before now", got)
+	}
+	if !StampTime(now, 0).Equal(now) || !StampTime(now, now.UnixNano()+5e6).Equal(now) {
+		t.Error("no stamp, or a future one, is not now")
+	}
+}
