@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -148,12 +149,24 @@ func (req *completionRequest) promptTokens(chat bool) (int, error) {
 // parse reads and validates a completion request.
 func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*completionRequest, Request, error) {
 	var req completionRequest
+	// The body has BodyTimeout to arrive; the deadline is lifted after it,
+	// as a stream's answer may take far longer.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(&req); err != nil {
+	err := json.NewDecoder(body).Decode(&req)
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, Request{}, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
 				msg: fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxBodyBytes)}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Closing the connection after the answer: net/http would
+			// otherwise wait for the rest of the body, with no deadline.
+			w.Header().Set("Connection", "close")
+			return nil, Request{}, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error",
+				msg: fmt.Sprintf("request body not received within %v", s.cfg.BodyTimeout)}
 		}
 		return nil, Request{}, badRequest("request body is not valid JSON: %v", err)
 	}
@@ -216,13 +229,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 
 // serve answers a completion request in protocol p (see native.go).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool, p proto) {
-	if n := s.inflight.Add(1); n > int64(s.cfg.MaxInflight) {
-		s.inflight.Add(-1)
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error",
-			fmt.Sprintf("more than %d requests in flight", s.cfg.MaxInflight))
-		return
-	}
-	defer s.inflight.Add(-1)
+	// A request counts against MaxInflight once its body is in: a client
+	// slow to send one holds its connection, not a place in the engine.
 	req, er, err := s.parse(w, r, chat)
 	if err != nil {
 		ae, ok := errors.AsType[*apiError](err)
@@ -232,6 +240,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool, p prot
 		writeError(w, ae.status, ae.typ, ae.msg)
 		return
 	}
+	if n := s.inflight.Add(1); n > int64(s.cfg.MaxInflight) {
+		s.inflight.Add(-1)
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error",
+			fmt.Sprintf("more than %d requests in flight", s.cfg.MaxInflight))
+		return
+	}
+	defer s.inflight.Add(-1)
 	st := newStream(er)
 	out := newEncoder(s, chat, er.ID, req)
 	out.proto, out.prompt, out.start = p, er.PromptTokens, time.Now()

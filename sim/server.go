@@ -46,9 +46,13 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxInflight caps requests in flight (429 beyond it); 4096.
 	MaxInflight int
-	// MaxConns caps open connections when serving with Start; further
-	// connections wait in the listen backlog until one closes. 8192.
+	// MaxConns caps open connections when serving with Start. At the cap a
+	// new connection replaces the one idle longest; when none is idle it
+	// waits in the listen backlog until one closes. 8192.
 	MaxConns int
+	// BodyTimeout bounds reading one request's body (408 beyond it), so
+	// clients that send part of a body cannot hold the server; 10 s.
+	BodyTimeout time.Duration
 
 	// onFlush, when set, is told how late each flush of a stream is against
 	// the engine's schedule (benchmarks).
@@ -69,6 +73,7 @@ const (
 	defaultMaxBody     = 8 << 20
 	defaultMaxInflight = 4096
 	defaultMaxConns    = 8192
+	defaultBodyTimeout = 10 * time.Second
 )
 
 // DefaultConfig is the documented default preset: Llama 3.1 8B in BF16 on
@@ -85,6 +90,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:     defaultMaxBody,
 		MaxInflight:      defaultMaxInflight,
 		MaxConns:         defaultMaxConns,
+		BodyTimeout:      defaultBodyTimeout,
 	}
 }
 
@@ -123,6 +129,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = d.MaxConns
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = d.BodyTimeout
 	}
 	c.Engine = c.Engine.withDefaults()
 	return c
@@ -241,18 +250,20 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sim server: listen %s: %w", addr, err)
 	}
+	lim := limitListener(ln, s.cfg.MaxConns)
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		IdleTimeout:       2 * time.Minute,
+		ConnState:         lim.connState,
 	}
 	s.httpSrv = srv
 	s.serveDone = make(chan struct{})
 	s.watchDone = make(chan struct{})
 	go func() {
 		defer close(s.serveDone)
-		_ = srv.Serve(limitListener(ln, s.cfg.MaxConns)) // returns http.ErrServerClosed after Close
+		_ = srv.Serve(lim) // returns http.ErrServerClosed after Close
 	}()
 	// Stop when ctx ends; this goroutine ends with ctx or with Close.
 	go func() {
@@ -640,47 +651,132 @@ func (m *serverMetrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// limitListener returns a listener that keeps at most n connections open:
-// Accept waits for a free slot, so excess clients queue in the kernel's
-// listen backlog rather than being refused.
-func limitListener(l net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limitedListener struct {
+// connLimiter keeps at most n connections open. At the cap, a new
+// connection takes the place of the connection that has waited longest
+// without a request in progress (idle between keep-alive requests, or opened
+// and silent); when every connection is busy, Accept waits for one to close,
+// so excess clients queue in the kernel's listen backlog rather than being
+// refused. Without the eviction, finished clients' idle keep-alive
+// connections would hold every slot and new clients would wait for ever.
+type connLimiter struct {
 	net.Listener
 	sem       chan struct{}
+	idle      chan struct{} // cap 1: "a connection went idle"
 	done      chan struct{}
 	closeOnce sync.Once
+
+	mu    sync.Mutex
+	conns map[*limitedConn]time.Time // idle since; zero while a request is in progress
 }
 
-func (l *limitedListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+func limitListener(l net.Listener, n int) *connLimiter {
+	return &connLimiter{
+		Listener: l, sem: make(chan struct{}, n), idle: make(chan struct{}, 1), done: make(chan struct{}),
+		conns: make(map[*limitedConn]time.Time, min(n, 1024)),
 	}
+}
+
+func (l *connLimiter) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
 		return nil, err
 	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+	for {
+		select {
+		case l.sem <- struct{}{}:
+			return l.track(c), nil
+		default:
+		}
+		if l.evictIdle() {
+			continue // its Close freed a slot
+		}
+		select {
+		case l.sem <- struct{}{}:
+			return l.track(c), nil
+		case <-l.idle: // a connection went idle: evict it
+		case <-l.done:
+			_ = c.Close()
+			return nil, net.ErrClosed
+		}
+	}
 }
 
-func (l *limitedListener) Close() error {
+// track wraps an admitted connection; it counts as idle until its first
+// request starts.
+func (l *connLimiter) track(c net.Conn) *limitedConn {
+	lc := &limitedConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[lc] = time.Now()
+	l.mu.Unlock()
+	return lc
+}
+
+// evictIdle closes the connection idle the longest and reports whether
+// there was one. Its Close frees its slot.
+func (l *connLimiter) evictIdle() bool {
+	l.mu.Lock()
+	var oldest *limitedConn
+	var since time.Time
+	for c, t := range l.conns {
+		if !t.IsZero() && (oldest == nil || t.Before(since)) {
+			oldest, since = c, t
+		}
+	}
+	if oldest != nil {
+		delete(l.conns, oldest) // not chosen twice while it closes
+	}
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	_ = oldest.Close()
+	return true
+}
+
+// connState is the http.Server's ConnState hook: it tells the limiter which
+// connections have a request in progress.
+func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, tracked := l.conns[lc]; !tracked {
+		return // closed or being evicted
+	}
+	switch st {
+	case http.StateActive, http.StateHijacked:
+		l.conns[lc] = time.Time{}
+	case http.StateIdle:
+		l.conns[lc] = time.Now()
+		select {
+		case l.idle <- struct{}{}:
+		default:
+		}
+	case http.StateClosed:
+		delete(l.conns, lc)
+	}
+}
+
+func (l *connLimiter) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })
 	return l.Listener.Close()
 }
 
 type limitedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l    *connLimiter
+	once sync.Once
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		<-c.l.sem
+	})
 	return err
 }

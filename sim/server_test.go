@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -402,6 +403,9 @@ func TestRequestAfterClose(t *testing.T) {
 	}
 }
 
+// TestMaxConns: at the cap a new connection waits while every connection
+// has a request in progress, and takes the place of one that goes idle; an
+// idle keep-alive connection gives way to a new client at once.
 func TestMaxConns(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Cost = fixedCost(2*ms, 100_000)
@@ -415,38 +419,119 @@ func TestMaxConns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first client holds the only connection open (keep-alive); a
-	// second client's request waits until the first closes its connection.
+	get := func() chan error {
+		got := make(chan error, 1)
+		go func() {
+			c := &http.Client{Transport: &http.Transport{}}
+			defer c.CloseIdleConnections()
+			r, err := c.Get(base + "/models")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, r.Body)
+				r.Body.Close()
+			}
+			got <- err
+		}()
+		return got
+	}
+	// The first client holds the only connection with a stream in progress
+	// (500 tokens at 2 ms a step: about a second).
 	c1 := &http.Client{Transport: &http.Transport{}}
-	resp, err := c1.Get(base + "/models")
+	defer c1.CloseIdleConnections()
+	resp, err := c1.Post(base+"/completions", "application/json",
+		strings.NewReader(`{"prompt":"a","max_tokens":500,"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	got := make(chan error, 1)
-	go func() {
-		c2 := &http.Client{Transport: &http.Transport{}}
-		defer c2.CloseIdleConnections()
-		r, err := c2.Get(base + "/models")
-		if err == nil {
-			r.Body.Close()
-		}
-		got <- err
-	}()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	got := get()
 	select {
 	case err := <-got:
-		t.Fatalf("second connection served while the first is open (err %v)", err)
+		t.Fatalf("second connection served while the first streams (err %v)", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	c1.CloseIdleConnections()
+	// The stream ends; c1's connection goes idle and gives way.
+	_, _ = io.Copy(io.Discard, br)
+	resp.Body.Close()
 	select {
 	case err := <-got:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("second connection not served after the first closed")
+		t.Fatal("second connection not served after the first went idle")
+	}
+	// c2 closed its connection; c1 opens one and keeps it idle; a third
+	// client is served at once.
+	r, err := c1.Get(base + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	select {
+	case err := <-get():
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an idle keep-alive connection held the only slot")
+	}
+}
+
+// TestSlowBodies: clients that send headers and part of a body hold neither
+// the in-flight limit nor the server: a normal request is served beside
+// them, and each slow one gets 408 once BodyTimeout passes.
+func TestSlowBodies(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cost = fixedCost(2*ms, 100_000)
+	cfg.MaxInflight = 2
+	cfg.BodyTimeout = 300 * time.Millisecond
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base, err := s.Start(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/v1")
+	var slow []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\":")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow = append(slow, c)
+	}
+	start := time.Now()
+	resp := post(t, t.Context(), base+"/completions", `{"prompt":"a","max_tokens":3}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("normal request beside 5 slow bodies: status %d, want 200", resp.StatusCode)
+	}
+	for i, c := range slow {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			t.Fatalf("slow client %d: %v", i, err)
+		}
+		if !strings.Contains(line, "408") {
+			t.Errorf("slow client %d: %q, want 408", i, strings.TrimSpace(line))
+		}
+	}
+	if el := time.Since(start); el < cfg.BodyTimeout-50*time.Millisecond {
+		t.Errorf("slow bodies answered after %v, before BodyTimeout %v", el, cfg.BodyTimeout)
 	}
 }
 
