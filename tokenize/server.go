@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -27,11 +29,20 @@ type Server struct {
 	Header  http.Header
 }
 
-// Endpoint is the /tokenize URL for BaseURL.
+// ErrNoEndpoint is the error (wrapped) of a server that has no /tokenize:
+// it answered 404, 405 or 501.
+var ErrNoEndpoint = errors.New("the server has no tokenize endpoint")
+
+// Endpoint is the /tokenize URL for BaseURL; a query string (Azure's
+// api-version) stays a query string.
 func (s *Server) Endpoint() string {
-	base := strings.TrimRight(s.BaseURL, "/")
-	base = strings.TrimSuffix(base, "/v1")
-	return base + "/tokenize"
+	u, err := url.Parse(s.BaseURL)
+	if err != nil {
+		return strings.TrimSuffix(strings.TrimRight(s.BaseURL, "/"), "/v1") + "/tokenize"
+	}
+	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1") + "/tokenize"
+	u.RawPath = ""
+	return u.String()
 }
 
 // CountContext returns the number of tokens the server makes of text.
@@ -66,7 +77,11 @@ func (s *Server) CountContext(ctx context.Context, text string) (int, error) {
 		if len(msg) > 200 {
 			msg = msg[:200] + "…"
 		}
-		return 0, fmt.Errorf("POST /tokenize: HTTP %d: %s (the server has no tokenize endpoint? use a local --tokenizer)", resp.StatusCode, msg)
+		switch resp.StatusCode {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			return 0, fmt.Errorf("POST /tokenize: HTTP %d: %s: %w; use a local --tokenizer", resp.StatusCode, msg, ErrNoEndpoint)
+		}
+		return 0, fmt.Errorf("POST /tokenize: HTTP %d: %s", resp.StatusCode, msg)
 	}
 	var out struct {
 		Count  *int              `json:"count"`

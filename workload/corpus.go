@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -39,6 +40,40 @@ func OpenCorpus(path string) (*Corpus, error) {
 		return nil, fmt.Errorf("dataset %s: a text corpus needs some text (%d bytes)", path, st.Size())
 	}
 	return &Corpus{f: f, size: st.Size(), name: filepath.Base(path)}, nil
+}
+
+// CheckText reports whether path looks like text a corpus can be cut from:
+// at least 16 bytes, and its first MiB free of NUL bytes and valid UTF-8 (a
+// binary file would be sent as prompts of replacement characters).
+func CheckText(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read dataset %s: %w", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return fmt.Errorf("read dataset %s: %w", path, err)
+	}
+	buf = buf[:n]
+	if n < 16 {
+		return fmt.Errorf("dataset %s: a text corpus needs some text (%d bytes)", path, n)
+	}
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		return fmt.Errorf("dataset %s: not text (a NUL byte at offset %d); give JSONL, ShareGPT JSON or UTF-8 text", path, i)
+	}
+	for off := 0; off < len(buf); {
+		r, size := utf8.DecodeRune(buf[off:])
+		if r == utf8.RuneError && size == 1 {
+			if len(buf)-off < utf8.UTFMax && n == cap(buf) {
+				break // a character cut by the end of the window
+			}
+			return fmt.Errorf("dataset %s: not UTF-8 text (byte 0x%02x at offset %d); give JSONL, ShareGPT JSON or UTF-8 text", path, buf[off], off)
+		}
+		off += size
+	}
+	return nil
 }
 
 // Close closes the file.

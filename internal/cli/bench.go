@@ -166,13 +166,20 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		if f.maxConcurrency < 0 {
 			return nil, usagef("--max-concurrency: must be 0 or more, got %d", f.maxConcurrency)
 		}
-	} else if conc, err = parseIntList("--concurrency", f.concurrency, 1); err != nil {
-		return nil, err
+	} else {
+		for _, name := range []string{"arrival", "burstiness", "max-concurrency"} {
+			if set(name) {
+				return nil, usagef("--%s: applies to open-loop levels; give --rate too", name)
+			}
+		}
+		if conc, err = parseIntList("--concurrency", f.concurrency, 1); err != nil {
+			return nil, err
+		}
 	}
 	switch {
-	case f.requests < 0:
-		return nil, usagef("--requests: must be positive, got %d", f.requests)
-	case f.duration < 0:
+	case f.requests < 0 || set("requests") && f.requests == 0:
+		return nil, usagef("--requests: must be at least 1, got %d (leave it out for the default)", f.requests)
+	case f.duration < 0 || set("duration") && f.duration == 0:
 		return nil, usagef("--duration: must be positive, got %s", f.duration)
 	case f.warmup < 0:
 		return nil, usagef("--warmup: must be 0 or more, got %d", f.warmup)
@@ -238,6 +245,11 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 	}
 	if fileKey == "" && f.apiKeyEnv != "" {
 		fileKey = strings.TrimSpace(env.Getenv(f.apiKeyEnv))
+		if fileKey == "" && set("api-key-env") {
+			// Named on purpose, so a key is meant to go: a run without it
+			// would measure 401s (or a different tier).
+			return nil, usagef("--api-key-env: $%s is not set or is empty", f.apiKeyEnv)
+		}
 	}
 	p.setAPIKey(fileKey)
 	p.secrets = append(p.secrets, api.URLSecrets(f.url)...)
@@ -263,6 +275,15 @@ func (f *benchFlags) validate(env Env, set func(string) bool) (*benchPlan, error
 		})
 	}
 	p.levels = f.lf.shardLevels(f.wl.sweep(p.levels))
+	for _, lv := range p.levels {
+		if lv.Load.Mode == "concurrency" && lv.Load.Concurrency == 0 {
+			return nil, usagef("--shard: shard %s of a level with fewer users than shards has no users; give each level at least %d",
+				f.lf.shardSpec, f.lf.shard.Count)
+		}
+		if lv.Requests == 0 && lv.Duration == 0 && f.requests > 0 {
+			return nil, usagef("--shard: shard %s of --requests %d sends none; give at least %d", f.lf.shardSpec, f.requests, f.lf.shard.Count)
+		}
+	}
 	if r := f.lf.rampUp; r > 0 {
 		if f.duration > 0 && r >= f.duration {
 			return nil, usagef("--ramp-up: %s is not shorter than --duration %s, so the last users would never start", r, f.duration)
@@ -394,7 +415,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	charts := newTermCharts(env, runner) // after runner.Sink is set
 	summary := metrics.Summary{Schema: metrics.Schema, Target: target, Warnings: plan.notes}
-	f.wl.connect(baseURL, f.model, httpClient, plan.header)
+	if err := f.wl.connect(ctx, baseURL, f.model, httpClient, plan.header); err != nil {
+		return err
+	}
 	template := load.Level{Requests: f.requests, Duration: f.duration, Warmup: f.warmup}
 	var scrape *serverScrape
 	if f.serverMetrics {

@@ -25,6 +25,11 @@ func runCLI(ctx context.Context, env map[string]string, args ...string) (code in
 }
 
 func TestBenchBadInput(t *testing.T) {
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "model.bin")
+	if err := os.WriteFile(binary, append([]byte("GGUF\x03\x00\x00\x00"), make([]byte, 64)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		flag string
@@ -45,6 +50,19 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--continuous-usage", "yes"}, "--continuous-usage"},
 		{[]string{"bench", "--api", "ollama-chat", "--continuous-usage", "on"}, "--continuous-usage"},
 		{[]string{"bench", "--api", "anthropic", "--continuous-usage", "on"}, "--continuous-usage"},
+		{[]string{"bench", "--requests", "0"}, "--requests"},
+		{[]string{"bench", "--duration", "0s"}, "--duration"},
+		{[]string{"bench", "--arrival", "constant"}, "--arrival"},
+		{[]string{"bench", "--burstiness", "0.5"}, "--burstiness"},
+		{[]string{"bench", "--max-concurrency", "4"}, "--max-concurrency"},
+		{[]string{"bench", "--api-key-env", "TOKBENCH_TEST_UNSET"}, "--api-key-env"},
+		{[]string{"bench", "--gpu-hour-price", "2", "--price-in", "1"}, "--gpu-hour-price"},
+		{[]string{"bench", "--shard", "3/4", "--concurrency", "1"}, "--shard"},
+		{[]string{"bench", "--shard", "3/4", "--concurrency", "4", "--requests", "2"}, "--shard"},
+		{[]string{"bench", "--dataset", dir}, "--dataset"},
+		{[]string{"bench", "--dataset", binary}, "--dataset"},
+		{[]string{"benhc"}, `did you mean "bench"`},
+		{[]string{"frobnicate"}, "unknown command"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(context.Background(), nil, c.args...)

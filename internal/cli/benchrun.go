@@ -93,6 +93,8 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 		return usagef("--repeat: must be at least 1, got %d", l.repeat)
 	case l.priceIn < 0 || l.priceOut < 0 || l.gpuHour < 0:
 		return usagef("--price-in, --price-out and --gpu-hour-price must not be negative")
+	case l.gpuHour > 0 && (l.priceIn > 0 || l.priceOut > 0):
+		return usagef("--gpu-hour-price: prices a run you host; --price-in/--price-out price a provider's tokens; give one or the other")
 	case l.sweepMax < 1:
 		return usagef("--sweep-max: must be at least 1, got %d", l.sweepMax)
 	}

@@ -118,6 +118,18 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q (tokbench --help lists them)", args[0])
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg = fmt.Sprintf("unknown command %q; did you mean %q?", args[0], s[0])
+		}
+		return &usageError{msg: msg}
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.SuggestionsMinimumDistance = 2
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

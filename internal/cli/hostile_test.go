@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +112,21 @@ func TestURLQueryKeptForModelDiscovery(t *testing.T) {
 		"--concurrency", "1", "--requests", "1", "--warmup", "0")
 	if code != 0 {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestTokenizerServerWithoutEndpoint: --tokenizer server against a server
+// with no /tokenize stops before any level with one line and exit 2.
+func TestTokenizerServerWithoutEndpoint(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--tokenizer", "server", "--concurrency", "1", "--requests", "1")
+	if code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+		!strings.Contains(stderr, "--tokenizer server") || !strings.Contains(stderr, "404") {
+		t.Errorf("exit %d, stderr %q; want 2 and one line naming --tokenizer server and the 404", code, stderr)
+	}
+	if strings.Contains(stdout, "c=1") {
+		t.Errorf("a level ran: %s", stdout)
 	}
 }

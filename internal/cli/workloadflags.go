@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 
@@ -83,8 +85,10 @@ func (w *workloadFlags) validate(f *benchFlags, set func(string) bool, p *benchP
 	if w.dataset == "" {
 		return nil
 	}
-	if _, err := os.Stat(w.dataset); err != nil {
+	if fi, err := os.Stat(w.dataset); err != nil {
 		return usagef("--dataset: %v", err)
+	} else if fi.IsDir() {
+		return usagef("--dataset: %s is a directory; give a JSONL, ShareGPT or text file", w.dataset)
 	}
 	w.format = w.datasetFormat
 	switch w.format {
@@ -96,7 +100,11 @@ func (w *workloadFlags) validate(f *benchFlags, set func(string) bool, p *benchP
 	default:
 		return usagef("--dataset-format: unknown %q (known: auto, jsonl, sharegpt, text)", w.format)
 	}
-	if w.format != workload.FormatText {
+	if w.format == workload.FormatText {
+		if err := workload.CheckText(w.dataset); err != nil {
+			return usagef("--dataset: %v", err)
+		}
+	} else {
 		if w.rows, err = workload.Sample(w.dataset, w.format, 100_000, f.seed); err != nil {
 			return usagef("--dataset: %v", err)
 		}
@@ -119,11 +127,22 @@ func (w *workloadFlags) sweep(levels []load.Level) []load.Level {
 	return out
 }
 
-// connect points --tokenizer server at the benchmarked endpoint.
-func (w *workloadFlags) connect(baseURL, model string, c *http.Client, h http.Header) {
-	if w.server {
-		w.counter = &tokenize.Server{BaseURL: baseURL, Model: model, HTTP: c, Header: h}
+// connect points --tokenizer server at the benchmarked endpoint and asks it
+// to count one word, so a server without /tokenize stops the run before
+// any level (exit 2: the flag asks for what the server lacks).
+func (w *workloadFlags) connect(ctx context.Context, baseURL, model string, c *http.Client, h http.Header) error {
+	if !w.server {
+		return nil
 	}
+	srv := &tokenize.Server{BaseURL: baseURL, Model: model, HTTP: c, Header: h}
+	if _, err := srv.CountContext(ctx, "hello"); err != nil {
+		if errors.Is(err, tokenize.ErrNoEndpoint) {
+			return usagef("--tokenizer server: %v", err)
+		}
+		return fmt.Errorf("--tokenizer server: %w", err)
+	}
+	w.counter = srv
+	return nil
 }
 
 // source makes the requests of level idx.
