@@ -278,7 +278,11 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		body, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
 		resp.Done = time.Now()
 		resp.RetryAfter = hresp.Header.Get("Retry-After")
-		resp.fail("http_"+strconv.Itoa(hresp.StatusCode), "HTTP %d: %s", hresp.StatusCode, cl.scrub(errorMessage(body)))
+		// The path says which endpoint refused (a 404 is most often a
+		// wrong base URL or --api); the query string, which may hold a
+		// key, stays out.
+		resp.fail("http_"+strconv.Itoa(hresp.StatusCode), "HTTP %d from %s %s: %s", hresp.StatusCode,
+			prep.http.Method, prep.http.URL.Path, cl.scrub(errorMessage(body)))
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)

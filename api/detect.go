@@ -126,6 +126,9 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 	}
 
 	p.get(ctx, "/health", nil)
+	if !p.answered {
+		return Detection{Tried: p.tried}, &UnreachableError{URL: RedactURL(base), Class: p.class, Err: p.lastErr}
+	}
 	return Detection{Tried: p.tried}, fmt.Errorf("%w at %s (tried %s)", ErrNotDetected, RedactURL(p.root), strings.Join(p.tried, "; "))
 }
 
@@ -135,6 +138,11 @@ type prober struct {
 	header http.Header
 	model  string // the model whose facts are wanted ("": the first listed)
 	tried  []string
+	// answered is set once any probe got an HTTP answer; until then class
+	// and lastErr are the last probe's transport failure.
+	answered bool
+	class    string
+	lastErr  error
 }
 
 func (p *prober) done(d Detection) Detection {
@@ -172,9 +180,15 @@ func (p *prober) do(ctx context.Context, method, path string, body any, v any) b
 	}
 	resp, err := p.c.Do(req)
 	if err != nil {
-		p.tried = append(p.tried, fmt.Sprintf("%s %s: %s", method, path, classifyTransport(ctx, err)))
+		p.class = classifyTransport(ctx, err)
+		p.lastErr = err
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			p.lastErr = ue.Err
+		}
+		p.tried = append(p.tried, fmt.Sprintf("%s %s: %s", method, path, p.class))
 		return false
 	}
+	p.answered = true
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if resp.StatusCode != http.StatusOK {

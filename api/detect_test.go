@@ -113,9 +113,13 @@ func TestDetectNothing(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = Detect(context.Background(), http.DefaultClient, "http://"+addr, nil, "")
-	if !errors.Is(err, ErrNotDetected) || !strings.Contains(err.Error(), "GET /props: connection_refused") {
-		t.Errorf("refused: %v", err)
+	d, err := Detect(context.Background(), http.DefaultClient, "http://"+addr, nil, "")
+	ue, ok := errors.AsType[*UnreachableError](err)
+	if !ok || ue.Class != "connection_refused" || !strings.Contains(err.Error(), "cannot reach http://"+addr) {
+		t.Errorf("refused: %v, want an UnreachableError of class connection_refused naming the URL", err)
+	}
+	if len(d.Tried) != 5 || d.Tried[1] != "GET /props: connection_refused" {
+		t.Errorf("refused: tried %q", d.Tried)
 	}
 }
 

@@ -67,6 +67,14 @@ func MedianOfRuns(runs []Level, slos []SLO) Level {
 		for k, v := range r.Requests.Errors {
 			out.Requests.Errors[k] += v
 		}
+		for k, v := range r.Requests.ErrorSamples {
+			if _, ok := out.Requests.ErrorSamples[k]; !ok {
+				if out.Requests.ErrorSamples == nil {
+					out.Requests.ErrorSamples = map[string]string{}
+				}
+				out.Requests.ErrorSamples[k] = v
+			}
+		}
 		out.InputTokens += r.InputTokens
 		out.OutputTokens += r.OutputTokens
 		out.Shortfall.RequestedTokens += r.Shortfall.RequestedTokens

@@ -37,6 +37,9 @@ type Requests struct {
 	Completed int            `json:"completed"`
 	Failed    int            `json:"failed"`
 	Errors    map[string]int `json:"errors"`
+	// ErrorSamples holds, per error class, the message of its first
+	// failure (the status line and the server's words for HTTP errors).
+	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 }
 
 // Shortfall compares the output length asked for with what came back.
@@ -202,6 +205,12 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 				cls = "unknown"
 			}
 			lv.Requests.Errors[cls]++
+			if _, ok := lv.Requests.ErrorSamples[cls]; !ok && r.Error != "" {
+				if lv.Requests.ErrorSamples == nil {
+					lv.Requests.ErrorSamples = map[string]string{}
+				}
+				lv.Requests.ErrorSamples[cls] = r.Error
+			}
 			continue
 		}
 		lv.Requests.Completed++

@@ -138,14 +138,7 @@ func WriteHTML(w io.Writer, p Page) error {
 	}
 	d.Notes = append(d.Notes, p.Warnings...)
 	d.Notes = append(d.Notes, s.Warnings...)
-	for _, lv := range s.Levels {
-		if lv.Requests.Failed > 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
-		}
-		for _, wn := range lv.Warnings {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s: %s", lv.Load, wn))
-		}
-	}
+	d.Notes = append(d.Notes, levelNotes(s.Levels)...)
 	seen := map[string]bool{}
 	for _, r := range p.Records {
 		if !r.OK && r.Error != "" && !seen[r.ErrorClass+r.Error] && len(d.Errors) < 20 {

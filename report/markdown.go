@@ -35,14 +35,7 @@ func Markdown(w io.Writer, s metrics.Summary) error {
 			num(lv.E2E.P50, lv.E2E.Count), num(lv.OutputTPS, 1), num(lv.RequestRPS, 1))
 	}
 	var notes []string
-	for _, lv := range s.Levels {
-		if lv.Requests.Failed > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
-		}
-		for _, wn := range lv.Warnings {
-			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, wn))
-		}
-	}
+	notes = append(notes, levelNotes(s.Levels)...)
 	notes = append(notes, s.Warnings...)
 	if len(notes) > 0 {
 		b.WriteString("\n")

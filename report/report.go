@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -118,14 +119,7 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, n)
 		}
 	}
-	for _, lv := range s.Levels {
-		if lv.Requests.Failed > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests.Errors)))
-		}
-		for _, wn := range lv.Warnings {
-			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, wn))
-		}
-	}
+	notes = append(notes, levelNotes(s.Levels)...)
 	notes = append(notes, s.Warnings...)
 	if len(s.Levels) > 0 {
 		src := s.Levels[0].TokenSource
@@ -147,15 +141,33 @@ func Table(w io.Writer, s metrics.Summary) error {
 	return nil
 }
 
-func errorList(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// levelNotes are the levels' failures, by class with the first message of
+// each, and their warnings, one line each.
+func levelNotes(levels []metrics.Level) []string {
+	var notes []string
+	for _, lv := range levels {
+		if lv.Requests.Failed > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests)))
+		}
+		for _, wn := range lv.Warnings {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, wn))
+		}
 	}
-	sort.Strings(keys)
+	return notes
+}
+
+// errorList is "class ×n (first message), …" in class order.
+func errorList(r metrics.Requests) string {
+	keys := slices.Sorted(maps.Keys(r.Errors))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
+		parts[i] = fmt.Sprintf("%s ×%d", k, r.Errors[k])
+		if msg := r.ErrorSamples[k]; msg != "" {
+			if rs := []rune(msg); len(rs) > 160 {
+				msg = string(rs[:160]) + "…"
+			}
+			parts[i] += " (" + msg + ")"
+		}
 	}
 	return strings.Join(parts, ", ")
 }

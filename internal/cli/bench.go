@@ -3,14 +3,11 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -368,15 +365,16 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		engine = sim.EngineName
 	}
 	if f.model == "" {
-		m, maxLen, owner, err := firstModel(ctx, httpClient, baseURL, plan.header)
-		plan.maxModelLen = maxLen
+		models, err := api.ListModels(ctx, httpClient, baseURL, plan.header)
 		if err != nil {
-			return usagef("--model: not given, and the server did not list one: %s", api.Scrub(err.Error(), plan.secrets))
+			return modelListError(err, plan.secrets)
 		}
-		f.model = m
-		target.Model = m
+		m := models[0]
+		plan.maxModelLen = m.MaxModelLen
+		f.model = m.ID
+		target.Model = m.ID
 		if engine == "" {
-			engine = owner
+			engine = m.OwnedBy
 		}
 	}
 	if err := plan.setContinuousUsage(f.continuousUsage, engine); err != nil {
@@ -577,49 +575,19 @@ func (p *benchPlan) withModelLen(m map[string]string) map[string]string {
 	return m
 }
 
-// firstModel asks an OpenAI-style server for its model list: the first
-// model's id, where the server says (vLLM) its max_model_len, and its
-// owned_by ("vllm" for vLLM).
-func firstModel(ctx context.Context, c *http.Client, base string, h http.Header) (id string, maxModelLen int, ownedBy string, err error) {
-	endpoint, err := (api.OpenAI{Chat: true}).Endpoint(base)
-	if err != nil {
-		return "", 0, "", err
+// modelListError words a failed model list: a server that cannot be
+// reached is the run's failure (exit 1), or the URL's (a name that does not
+// resolve: exit 2), not --model's; an answer that lists no model asks for
+// --model.
+func modelListError(err error, secrets []string) error {
+	msg := api.Scrub(err.Error(), secrets)
+	if ue, ok := errors.AsType[*api.UnreachableError](err); ok {
+		if ue.Class == "dns" {
+			return usagef("--url: %s", msg)
+		}
+		return &exitError{code: ExitFailure, err: errors.New(msg + " (is the server running at that address?)")}
 	}
-	// The query (Azure's ?api-version=) stays where it belongs, after the path.
-	if u, err := url.Parse(endpoint); err == nil {
-		u.Path = strings.TrimSuffix(u.Path, "/chat/completions") + "/models"
-		endpoint = u.String()
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return "", 0, "", err
-	}
-	for k, vs := range h {
-		req.Header[k] = vs
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", 0, "", err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if resp.StatusCode != http.StatusOK {
-		return "", 0, "", fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
-	}
-	var list struct {
-		Data []struct {
-			ID          string `json:"id"`
-			MaxModelLen int    `json:"max_model_len"`
-			OwnedBy     string `json:"owned_by"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", 0, "", fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
-	}
-	m := list.Data[0]
-	return m.ID, m.MaxModelLen, m.OwnedBy, nil
+	return usagef("--model: not given, and the server did not list one: %s", msg)
 }
 
 func (f *benchFlags) meta() map[string]string {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -51,6 +52,9 @@ func (p *benchPlan) detect(ctx context.Context, env Env, f *benchFlags, c *http.
 	}
 	d, err := api.Detect(ctx, c, base, p.header, f.model)
 	if err != nil {
+		if _, ok := errors.AsType[*api.UnreachableError](err); ok && auto {
+			return modelListError(err, p.secrets)
+		}
 		if auto {
 			return usagef("--api auto: %s", api.Scrub(err.Error(), p.secrets))
 		}

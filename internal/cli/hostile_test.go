@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -128,5 +130,63 @@ func TestTokenizerServerWithoutEndpoint(t *testing.T) {
 	}
 	if strings.Contains(stdout, "c=1") {
 		t.Errorf("a level ran: %s", stdout)
+	}
+}
+
+// TestUnreachableServer: a closed port is the run's failure (exit 1) and
+// says which address could not be reached, under --api auto too; --model is
+// not blamed.
+func TestUnreachableServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, extra := range [][]string{nil, {"--api", "auto"}} {
+		args := append([]string{"bench", "--url", "http://" + addr + "/v1", "--concurrency", "1", "--requests", "1"}, extra...)
+		code, _, stderr := runCLI(context.Background(), nil, args...)
+		if code != ExitFailure || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+			!strings.Contains(stderr, "cannot reach http://"+addr+"/v1") || !strings.Contains(stderr, "connection refused") ||
+			strings.Contains(stderr, "--model") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and one line saying %s cannot be reached", extra, code, stderr, addr)
+		}
+	}
+}
+
+// TestHTTPFailuresSayWhere: a level's failures name the endpoint that
+// refused and the server's message, never the query string's key, in the
+// table's notes and summary.json's error_samples.
+func TestHTTPFailuresSayWhere(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":{"message":"The model `+"`m`"+` does not exist.","type":"NotFoundError"}}`)
+	}))
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1?api_key=planted-q-secret",
+		"--model", "m", "--concurrency", "1", "--requests", "2", "--warmup", "0", "--out", dir)
+	if code != ExitFailure {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "http_404 ×2 (HTTP 404 from POST /v1/chat/completions: The model `m` does not exist.)"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sum), `"error_samples": {`) || !strings.Contains(string(sum), "from POST /v1/chat/completions") {
+		t.Errorf("summary.json has no error sample:\n%s", sum)
+	}
+	for _, f := range []string{results.SummaryFile, results.RequestsFile, results.RunFile} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if strings.Contains(string(b), "planted-q-secret") {
+			t.Errorf("%s holds the query string's key", f)
+		}
+	}
+	if strings.Contains(stdout+stderr, "planted-q-secret") {
+		t.Error("the output holds the query string's key")
 	}
 }
