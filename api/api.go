@@ -270,8 +270,12 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		// POST would turn into a GET, and the API key would go along to
 		// wherever the server points. The redirect is its own failure.
 		resp.Done = time.Now()
-		resp.fail("redirect", "HTTP %d: redirected to %s, not followed (use the URL it points at)", hresp.StatusCode,
-			cl.scrub(RedactURL(hresp.Header.Get("Location"))))
+		why := trace.refusal()
+		if why == "" {
+			why = "not followed"
+		}
+		resp.fail("redirect", "HTTP %d: redirected to %s, %s (use the URL it points at)", hresp.StatusCode,
+			cl.scrub(RedactURL(hresp.Header.Get("Location"))), why)
 		return resp
 	}
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {

@@ -256,3 +256,75 @@ func TestNotAStreamSaysWhatItWas(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowSameOrigin: with FollowSameOrigin a 307 or 308 to the same
+// origin is followed with its method, body and headers; the request's
+// clock starts at the first hop, so TTFT counts the hop. A 302, another
+// origin and a fourth hop are not followed, and nothing reaches another
+// origin.
+func TestFollowSameOrigin(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	const hop = 40 * time.Millisecond
+	var gotBody, gotAuth atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("/a/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(hop)
+		http.Redirect(w, r, "/b/v1/chat/completions", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/b/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody.Store(string(b))
+		gotAuth.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	})
+	mux.HandleFunc("/found/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/b/v1/chat/completions", http.StatusFound)
+	})
+	mux.HandleFunc("/away/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusPermanentRedirect)
+	})
+	mux.HandleFunc("/loop/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	follow := &http.Client{Transport: wire.NewTransport(), CheckRedirect: FollowSameOrigin}
+	client := func(prefix string) *Client {
+		return &Client{HTTP: follow, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + prefix + "/v1",
+			Header: http.Header{"Authorization": {"Bearer k-123456"}, "X-Api-Key": {"k-123456"}}}
+	}
+
+	resp := client("/a").Do(context.Background(), req1)
+	if resp.ErrorClass != "" || len(resp.Chunks) == 0 {
+		t.Fatalf("followed 307: class %q (%s), %d chunks", resp.ErrorClass, resp.Error, len(resp.Chunks))
+	}
+	if resp.Phases.Redirects != 1 {
+		t.Errorf("Phases.Redirects = %d, want 1", resp.Phases.Redirects)
+	}
+	if ttft := resp.Chunks[0].At.Sub(resp.Start); ttft < hop {
+		t.Errorf("TTFT %v does not count the first hop's %v", ttft, hop)
+	}
+	if b, _ := gotBody.Load().(string); !strings.Contains(b, `"messages"`) {
+		t.Errorf("the followed request's body = %q, want the POST's", b)
+	}
+	if a, _ := gotAuth.Load().(string); a != "Bearer k-123456" {
+		t.Errorf("the followed request's Authorization = %q", a)
+	}
+
+	for _, c := range []struct{ prefix, why string }{
+		{"/found", "a 302 would turn the POST into a GET"},
+		{"/away", "another origin"},
+		{"/loop", "more than 3 redirects"},
+	} {
+		resp := client(c.prefix).Do(context.Background(), req1)
+		if resp.ErrorClass != "redirect" || !strings.Contains(resp.Error, c.why) {
+			t.Errorf("%s: class %q, error %q; want redirect saying %q", c.prefix, resp.ErrorClass, resp.Error, c.why)
+		}
+	}
+	if elsewhere.Load() != 0 {
+		t.Error("a request went to another origin")
+	}
+}

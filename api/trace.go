@@ -40,6 +40,10 @@ type Phases struct {
 	// Reconnects counts the times the transport sent the request again on
 	// a new connection because its kept one had been closed.
 	Reconnects int
+	// Redirects counts the same-origin redirects followed (see
+	// FollowSameOrigin); the other phases are the first hop's, FirstByte
+	// the final answer's.
+	Redirects int
 	// HTTP and TLS are the protocol versions the answer came over
 	// ("HTTP/1.1", "TLS 1.3"; TLS empty over plain HTTP).
 	HTTP, TLS string
@@ -54,6 +58,35 @@ type requestTrace struct {
 	conn    net.Conn
 	fbNow   time.Time // when the first byte was seen, and
 	fbStamp int64     // the kernel's stamp of the read that brought it (0: none)
+	// first holds the first hop's phases once a redirect is followed;
+	// hops counts the hops followed; refused says why one was not.
+	first   *Phases
+	hops    int
+	refused string
+}
+
+// redirected is told that the request follows a redirect: the phases so
+// far are the first hop's and stay the request's.
+func (t *requestTrace) redirected() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.first == nil {
+		p := t.p
+		t.first = &p
+	}
+	t.hops++
+}
+
+func (t *requestTrace) refusal() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
+}
+
+func (t *requestTrace) refuse(why string) {
+	t.mu.Lock()
+	t.refused = why
+	t.mu.Unlock()
 }
 
 func (t *requestTrace) context(ctx context.Context) context.Context {
@@ -63,14 +96,16 @@ func (t *requestTrace) context(ctx context.Context) context.Context {
 		*at = n
 		t.mu.Unlock()
 	}
+	ctx = context.WithValue(ctx, traceKey{}, t)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GetConn: func(string) {
 			n := time.Now()
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.gets++
-			// A request sent again starts its phases anew.
-			t.p = Phases{Begin: n, Reconnects: t.gets - 1}
+			// A request sent again starts its phases anew (a redirect's
+			// hop too; finish keeps the first hop's).
+			t.p = Phases{Begin: n, Reconnects: t.gets - 1 - t.hops}
 		},
 		DNSStart:          func(httptrace.DNSStartInfo) { now(&t.p.DNSStart) },
 		DNSDone:           func(httptrace.DNSDoneInfo) { now(&t.p.DNSDone) },
@@ -122,6 +157,14 @@ func (t *requestTrace) finish(kernel bool) (Phases, net.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.p
+	if t.first != nil {
+		// The request's clock and set-up are its first hop's; its
+		// connection, protocol and first byte the final answer's.
+		last := p
+		p = *t.first
+		p.Redirects = t.hops
+		p.Reused, p.Reconnects = last.Reused, p.Reconnects+last.Reconnects
+	}
 	if !t.fbNow.IsZero() {
 		p.FirstByte = t.fbNow
 		if kernel {

@@ -202,6 +202,7 @@ func phases(resp *api.Response) *metrics.Phases {
 		FirstByteMs:  since(resp.Start, p.FirstByte),
 		Reused:       p.Reused,
 		Reconnects:   p.Reconnects,
+		Redirects:    p.Redirects,
 		HTTP:         p.HTTP,
 		TLS:          p.TLS,
 		KernelStamps: resp.KernelStamps,

@@ -29,6 +29,10 @@ type Phases struct {
 	// Reconnects counts sends on a new connection after a kept one turned
 	// out closed before any byte of the answer.
 	Reconnects int `json:"reconnects,omitempty"`
+	// Redirects counts same-origin redirects followed (bench --redirects
+	// same-origin); the phases are then the first hop's, and TTFT counts
+	// every hop.
+	Redirects int `json:"redirects,omitempty"`
 	// HTTP and TLS are the protocol versions the request ran over.
 	HTTP string `json:"http,omitempty"`
 	TLS  string `json:"tls,omitempty"`
@@ -48,6 +52,8 @@ type Connections struct {
 	Preopened  int `json:"preopened"`
 	Opened     int `json:"opened"`
 	Reconnects int `json:"reconnects,omitempty"`
+	// Redirected counts requests that followed a redirect.
+	Redirected int `json:"redirected,omitempty"`
 	// SetupInTTFT is true when the requests' clocks started before their
 	// connection set-up (--connections cold).
 	SetupInTTFT bool   `json:"setup_in_ttft,omitempty"`
@@ -73,7 +79,7 @@ const slowWriteMs = 1.0
 // numbers.
 func (lv *Level) summarizeConnections(recs []Record) {
 	var wait, setup, connect, tlsHS, write, first []float64
-	var opened, reconnects int
+	var opened, reconnects, redirected int
 	httpV, tlsV := map[string]bool{}, map[string]bool{}
 	for i := range recs {
 		p := recs[i].Phases
@@ -81,6 +87,9 @@ func (lv *Level) summarizeConnections(recs []Record) {
 			continue
 		}
 		reconnects += p.Reconnects
+		if p.Redirects > 0 {
+			redirected++
+		}
 		if p.HTTP == "" { // no connection, or no answer on it
 			continue
 		}
@@ -108,7 +117,7 @@ func (lv *Level) summarizeConnections(recs []Record) {
 		c = &Connections{}
 		lv.Connections = c
 	}
-	c.Opened, c.Reconnects = opened, reconnects
+	c.Opened, c.Reconnects, c.Redirected = opened, reconnects, redirected
 	c.HTTP, c.TLS = joinKeys(httpV), joinKeys(tlsV)
 	c.ConnWaitMs, c.WriteMs, c.FirstByteMs = Describe(wait), Describe(write), Describe(first)
 	c.SetupMs, c.ConnectMs, c.TLSMs = describeSome(setup), describeSome(connect), describeSome(tlsHS)
@@ -159,8 +168,18 @@ func joinKeys(m map[string]bool) string {
 // Note is a one-line account of the connections a level opened while it
 // ran, for the terminal; empty when it opened none.
 func (c *Connections) Note() string {
-	if c == nil || c.Opened == 0 || c.SetupMs == nil {
+	if c == nil {
 		return ""
+	}
+	redir := ""
+	if c.Redirected > 0 {
+		redir = fmt.Sprintf("%d requests followed a same-origin redirect; their TTFT counts every hop", c.Redirected)
+	}
+	if c.Opened == 0 || c.SetupMs == nil {
+		return redir
+	}
+	if redir != "" {
+		redir = "; " + redir
 	}
 	where := "outside TTFT"
 	if c.SetupInTTFT {
@@ -174,6 +193,6 @@ func (c *Connections) Note() string {
 	if c.Reconnects > 0 {
 		re = fmt.Sprintf("; %d requests sent again on a new connection", c.Reconnects)
 	}
-	return fmt.Sprintf("%d connections opened by requests during the level (set-up p50 %.3g ms, max %.3g ms%s), %s; %d opened before it%s",
-		c.Opened, c.SetupMs.P50, c.SetupMs.Max, tlsPart, where, c.Preopened, re)
+	return fmt.Sprintf("%d connections opened by requests during the level (set-up p50 %.3g ms, max %.3g ms%s), %s; %d opened before it%s%s",
+		c.Opened, c.SetupMs.P50, c.SetupMs.Max, tlsPart, where, c.Preopened, re, redir)
 }

@@ -339,9 +339,13 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 
 	transport := f.nf.transport()
-	// Redirects are not followed: a POST would become a GET, and the
-	// API key would go wherever the server points (see api's "redirect").
-	httpClient := &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Redirects are not followed unless asked, and then only to the same
+	// origin: a POST would become a GET, and the API key would go
+	// wherever the server points (see api's "redirect").
+	httpClient := &http.Client{Transport: transport, CheckRedirect: api.RefuseRedirects}
+	if f.nf.redirects == "same-origin" {
+		httpClient.CheckRedirect = api.FollowSameOrigin
+	}
 	defer httpClient.CloseIdleConnections()
 	if err := plan.detect(ctx, env, f, httpClient, baseURL, &target); err != nil {
 		return err
@@ -630,7 +634,7 @@ func (f *benchFlags) config(p *benchPlan) map[string]any {
 		"tokenizer": p.tok.Name(), "ignore_eos": f.ignoreEOS, "ignore_eos_sent": f.ignoreEOS && api.SendsIgnoreEOS(p.adapter), "continuous_usage": p.continuousUsage(), "headers": hs,
 		"api_key_env": f.apiKeyEnv, "timeout": f.timeout.String(),
 		"stall_timeout": f.stallTimeout.String(), "seed": f.seed, "prompt_seed": f.promptSeed, "load": f.lf.describe(),
-		"http2": f.nf.http2, "connections": f.nf.connections,
+		"http2": f.nf.http2, "connections": f.nf.connections, "redirects": f.nf.redirects,
 		"shard":   f.lf.shardSpec,
 		"prompts": f.wl.describe(),
 	}

@@ -50,6 +50,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--continuous-usage", "yes"}, "--continuous-usage"},
 		{[]string{"bench", "--api", "ollama-chat", "--continuous-usage", "on"}, "--continuous-usage"},
 		{[]string{"bench", "--api", "anthropic", "--continuous-usage", "on"}, "--continuous-usage"},
+		{[]string{"bench", "--redirects", "all"}, "--redirects"},
 		{[]string{"bench", "--requests", "0"}, "--requests"},
 		{[]string{"bench", "--duration", "0s"}, "--duration"},
 		{[]string{"bench", "--arrival", "constant"}, "--arrival"},

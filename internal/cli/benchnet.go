@@ -23,6 +23,7 @@ type netFlags struct {
 	metricsAddr  string
 	http2        bool
 	connections  string
+	redirects    string
 
 	tls *tls.Config
 }
@@ -35,6 +36,7 @@ func (n *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&n.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of the run on this address, e.g. 127.0.0.1:9090 (/metrics)")
 	fl.BoolVar(&n.http2, "http2", false, "speak HTTP/2 (ALPN over TLS, prior knowledge over plain HTTP) through Go's net/http; chunks are then stamped when read, not by the kernel. Default: HTTP/1.1, as the OpenAI and Anthropic SDKs speak")
 	fl.StringVar(&n.connections, "connections", "warm", "warm: open every user's connection (TCP, TLS) before a level's clock starts, so TTFT counts from the request's write; cold: each user's first request opens its own and TTFT counts its set-up (first contact)")
+	fl.StringVar(&n.redirects, "redirects", "none", "none: a 3xx answer is the request's failure (class redirect); same-origin: follow 307 and 308 to the same scheme, host and port (at most 3 hops; TTFT counts every hop), never to another origin, where the API key must not go")
 	fl.Float64Var(&n.maxErrorRate, "max-error-rate", 0, "abort a level once more than this share of its requests failed (after 10), e.g. 0.5; 0 never")
 }
 
@@ -48,6 +50,8 @@ func (n *netFlags) validate() (string, error) {
 		return "", usagef("--max-error-rate: must be between 0 and 1, got %g", n.maxErrorRate)
 	case n.connections != "warm" && n.connections != "cold":
 		return "", usagef("--connections: want warm or cold, got %q", n.connections)
+	case n.redirects != "none" && n.redirects != "same-origin":
+		return "", usagef("--redirects: want none or same-origin, got %q", n.redirects)
 	}
 	if n.insecure || n.caCert != "" {
 		n.tls = &tls.Config{InsecureSkipVerify: n.insecure} //nolint:gosec // the user asked for it
