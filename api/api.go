@@ -428,6 +428,10 @@ func classifyTransport(ctx context.Context, err error) string {
 	msg := err.Error()
 	var te interface{ Timeout() bool }
 	switch {
+	case errors.Is(err, wire.ErrHeadTooLarge):
+		return "head_too_large"
+	case errors.Is(err, wire.ErrTooManyInterim):
+		return "too_many_interim"
 	case errors.As(err, &te) && te.Timeout():
 		return "timeout"
 	case strings.Contains(msg, "connection refused"):
@@ -460,6 +464,10 @@ func classifyRead(err error) string {
 	msg := err.Error()
 	var te interface{ Timeout() bool }
 	switch {
+	case errors.Is(err, wire.ErrHeadTooLarge):
+		return "head_too_large"
+	case errors.Is(err, wire.ErrTooManyInterim):
+		return "too_many_interim"
 	case errors.As(err, &te) && te.Timeout():
 		return "timeout"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

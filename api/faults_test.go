@@ -328,3 +328,53 @@ func TestFollowSameOrigin(t *testing.T) {
 		t.Error("a request went to another origin")
 	}
 }
+
+// TestHostileHeadsClassified: endless response headers and endless 103s
+// end the request at once, each in a class of its own.
+func TestHostileHeadsClassified(t *testing.T) {
+	for _, c := range []struct {
+		class string
+		serve func(net.Conn)
+	}{
+		{"head_too_large", func(c net.Conn) {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			for {
+				if _, err := io.WriteString(c, "X-Filler: "+strings.Repeat("y", 8000)+"\r\n"); err != nil {
+					return
+				}
+			}
+		}},
+		{"too_many_interim", func(c net.Conn) {
+			for {
+				if _, err := io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"); err != nil {
+					return
+				}
+			}
+		}},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer conn.Close()
+					buf := make([]byte, 4096)
+					_, _ = conn.Read(buf)
+					c.serve(conn)
+				}()
+			}
+		}()
+		cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: "http://" + ln.Addr().String()}
+		resp := cl.Do(context.Background(), req1)
+		ln.Close()
+		if resp.ErrorClass != c.class {
+			t.Errorf("class %q (%s), want %s", resp.ErrorClass, resp.Error, c.class)
+		}
+	}
+}

@@ -5,7 +5,7 @@
 // over, and takes one monotonic timestamp per read; every event completed by
 // that read carries it. It accepts LF, CRLF and CR line endings, skips
 // comment lines (": keep-alive"), joins multi-line data fields with "\n",
-// and has no fixed line-length limit: a line may be as long as MaxLineBytes.
+// and has no fixed line-length limit: a line may be as long as MaxLineBytes (4 MiB).
 //
 // A Decoder is not safe for concurrent use.
 package sse
@@ -19,21 +19,26 @@ import (
 )
 
 // MaxLineBytes bounds one line, so a broken server cannot exhaust memory.
-const MaxLineBytes = 64 << 20
+// 4 MiB holds an event that repeats a whole answer of about a million
+// tokens (a Responses API response.completed event, some 4 bytes a
+// token); with the buffer's doubling and the garbage it leaves, a stream at
+// the limit costs the client about 15 MB, so 16 hostile streams stay under
+// 256 MB.
+const MaxLineBytes = 4 << 20
 
 // ErrLineTooLong reports a line longer than MaxLineBytes.
-var ErrLineTooLong = errors.New("sse: line longer than 64 MiB")
+var ErrLineTooLong = errors.New("sse: line longer than 4 MiB")
 
 // MaxEventBytes bounds one event's data, however many data: lines carry
 // it: a server splitting one event over a gigabyte of lines must not take
 // the client's memory.
-const MaxEventBytes = 64 << 20
+const MaxEventBytes = 4 << 20
 
 // maxEventBytes is MaxEventBytes, smaller in tests.
 var maxEventBytes = MaxEventBytes
 
 // ErrEventTooLarge reports an event whose data passed MaxEventBytes.
-var ErrEventTooLarge = errors.New("sse: event data longer than 64 MiB")
+var ErrEventTooLarge = errors.New("sse: event data longer than 4 MiB")
 
 // Event is one dispatched event. Data aliases the decoder's buffer and is
 // valid only until the next call to Next.

@@ -743,6 +743,10 @@ const (
 // ErrHeadTooLarge: the answer's head passed maxHeadBytes.
 var ErrHeadTooLarge = errors.New("the answer's headers passed 1 MiB")
 
+// ErrTooManyInterim reports more interim (1xx) answers than a request may
+// get before its final one.
+var ErrTooManyInterim = fmt.Errorf("more than %d interim (1xx) answers before the final one", maxInterimHeads)
+
 // headLimit is what a connection's buffered reader reads from: the
 // connection, failing once more than the budget was read while a budget
 // is set (reading an answer's head). The buffer reads ahead, so the limit
@@ -781,7 +785,7 @@ func (c *h1conn) readHead(req *http.Request, trace *httptrace.ClientTrace) (*htt
 	tp := textproto.NewReader(c.br)
 	for interim := 0; ; interim++ {
 		if interim > maxInterimHeads {
-			return nil, fmt.Errorf("more than %d interim (1xx) answers before the final one", maxInterimHeads)
+			return nil, ErrTooManyInterim
 		}
 		line, err := tp.ReadLine()
 		if err != nil {
