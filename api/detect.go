@@ -55,9 +55,11 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return Detection{}, fmt.Errorf("invalid URL %q: want http(s)://host[:port][/v1]", RedactURL(base))
 	}
+	// The query (Azure's ?api-version=) goes after every probe's path.
+	query := u.RawQuery
 	u.RawQuery, u.Fragment = "", ""
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
-	p := &prober{c: c, root: u.String(), header: header, model: model}
+	p := &prober{c: c, root: u.String(), query: query, header: header, model: model}
 	d := Detection{Facts: map[string]string{}}
 
 	var ver struct {
@@ -135,6 +137,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 type prober struct {
 	c      *http.Client
 	root   string
+	query  string // the URL's raw query, kept on every probe
 	header http.Header
 	model  string // the model whose facts are wanted ("": the first listed)
 	tried  []string
@@ -167,7 +170,11 @@ func (p *prober) do(ctx context.Context, method, path string, body any, v any) b
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, p.root+path, rd)
+	target := p.root + path
+	if p.query != "" {
+		target += "?" + p.query
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		p.tried = append(p.tried, fmt.Sprintf("%s %s: %v", method, path, err))
 		return false

@@ -12,6 +12,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -153,5 +154,36 @@ func TestDetectFactsOfTheBenchmarkedModel(t *testing.T) {
 		if got := d.Facts["model_quantization"]; got != want {
 			t.Errorf("--model %q: quantization %q, want %q", model, got, want)
 		}
+	}
+}
+
+// TestDetectKeepsTheQuery: every probe carries the URL's query string
+// (Azure's api-version) after its own path.
+func TestDetectKeepsTheQuery(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		if r.URL.Path == "/v1/models" {
+			_, _ = io.WriteString(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	if _, err := Detect(context.Background(), srv.Client(), srv.URL+"/v1?api-version=2024-10-21", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range seen {
+		if !strings.HasSuffix(s, "?api-version=2024-10-21") {
+			t.Errorf("probe %s lost the query", s)
+		}
+	}
+	if len(seen) < 4 {
+		t.Errorf("probes %v", seen)
 	}
 }
