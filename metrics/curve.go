@@ -10,7 +10,7 @@ import (
 // Capacity is the highest load at which a level meets every SLO,
 // interpolated between the last passing and the first failing level.
 type Capacity struct {
-	Mode string `json:"mode"` // "concurrency" or "rate"
+	Mode Mode `json:"mode"`
 	// Value is the interpolated load (users or req/s); 0 when no level passed.
 	Value float64 `json:"value"`
 	// MeasuredPassing is the highest measured level that passed (0: none).
@@ -27,7 +27,7 @@ type Capacity struct {
 // Beyond it, each step up in load loses a larger share of every user's speed
 // than it adds to the total.
 type Knee struct {
-	Mode      string  `json:"mode"`
+	Mode      Mode    `json:"mode"`
 	Value     float64 `json:"value"`
 	OutputTPS float64 `json:"output_tps"`
 	DecodeTPS float64 `json:"decode_tps_p50"`
@@ -45,7 +45,7 @@ func LoadValue(l Load) float64 {
 	return float64(l.Concurrency)
 }
 
-func unitOf(mode string, v float64) string {
+func unitOf(mode Mode, v float64) string {
 	if mode == "rate" {
 		return fmt.Sprintf("%s req/s", trim(v))
 	}
@@ -63,7 +63,7 @@ func trim(v float64) string {
 }
 
 // curve returns the levels of one mode sorted by load.
-func curve(levels []Level, mode string) []*Level {
+func curve(levels []Level, mode Mode) []*Level {
 	var out []*Level
 	for i := range levels {
 		if levels[i].Load.Mode == mode {

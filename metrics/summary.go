@@ -8,9 +8,21 @@ import (
 // Schema names the summary.json format.
 const Schema = "tokbench.summary/v1"
 
+// Mode is how a level makes its load.
+type Mode string
+
+// Modes.
+const (
+	// ModeConcurrency is a closed loop: a fixed number of users, each
+	// sending its next request when the last one ended.
+	ModeConcurrency Mode = "concurrency"
+	// ModeRate is an open loop: requests sent on a schedule of arrivals.
+	ModeRate Mode = "rate"
+)
+
 // Load describes one load level.
 type Load struct {
-	Mode        string  `json:"mode"` // "concurrency" or "rate"
+	Mode        Mode    `json:"mode"`
 	Concurrency int     `json:"concurrency,omitempty"`
 	RateRPS     float64 `json:"rate_rps,omitempty"`
 	Arrival     string  `json:"arrival,omitempty"`

@@ -247,3 +247,18 @@ func ReadSummary(dir string) (metrics.Summary, error) {
 	}
 	return s, nil
 }
+
+// ConfigMap turns a typed configuration into run.json's config object,
+// through its JSON form, so runs of any origin (bench, merged shards,
+// imports) read back the same way.
+func ConfigMap(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return m
+}

@@ -3,14 +3,12 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
-	"github.com/tokbench/tokbench/metrics"
-	"github.com/tokbench/tokbench/results"
-	"github.com/tokbench/tokbench/wire"
+
+	"github.com/tokbench/tokbench/benchmark"
 )
 
 // netFlags are bench's transport and failure-policy flags.
@@ -85,27 +83,11 @@ func (n *netFlags) validate() (string, error) {
 	return key, nil
 }
 
-// transport is the HTTP transport for the run.
-func (n *netFlags) transport() *wire.Transport {
-	t := wire.NewTransport()
-	if n.tls != nil {
-		t.Fallback.TLSClientConfig = n.tls
+// clientOptions are the validated flags as the plan's client options.
+func (n *netFlags) clientOptions(f *benchFlags) benchmark.ClientOptions {
+	return benchmark.ClientOptions{
+		Timeout: f.timeout, StallTimeout: f.stallTimeout, Grace: f.grace,
+		Retry: n.retry, MaxErrorRate: n.maxErrorRate, Cold: n.connections == "cold",
+		HTTP2: n.http2, TLS: n.tls, FollowRedirects: n.redirects == "same-origin",
 	}
-	t.HTTP2 = n.http2
-	return t
-}
-
-// cold reports whether --connections cold asks for first contact.
-func (n *netFlags) cold() bool { return n.connections == "cold" }
-
-// measuredTransport is run.json's account of what the run measured with:
-// the client path for the target, the protocol versions the levels' answers
-// came over, and the connection policy.
-func (n *netFlags) measuredTransport(t *wire.Transport, target string, levels []metrics.Level) *results.Transport {
-	out := &results.Transport{Client: "tokbench", Connections: n.connections}
-	if u, err := url.Parse(target); err == nil && !t.Runs(u) {
-		out.Client = "net/http"
-	}
-	out.HTTP, out.TLS = metrics.Protocols(levels)
-	return out
 }

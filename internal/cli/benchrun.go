@@ -1,13 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/profile"
@@ -56,8 +55,9 @@ func (l *loadFlags) register(fl *pflag.FlagSet) {
 	fl.Float64Var(&l.gpuHour, "gpu-hour-price", 0, "price of one GPU-hour, with --gpus (for cost per million output tokens)")
 }
 
-// validate checks the load flags and applies a profile's defaults to the
-// bench flags the user did not set.
+// validate checks the load flags and keeps what they parse to; a
+// --profile sets the SLOs, workload and steps the user did not give (its
+// token lengths are workloadFlags').
 func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	if l.profile != "" {
 		p, err := profile.Lookup(l.profile)
@@ -65,12 +65,7 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 			return usagef("--profile: %v", err)
 		}
 		l.prof = &p
-		if !set("input-tokens") {
-			f.inputTokens = p.InputTokens
-		}
-		if !set("output-tokens") {
-			f.outputTokens = p.OutputTokens
-		}
+		// The profile stands in for the flags the user did not give.
 		if !set("slo") {
 			l.slo = p.SLOs
 		}
@@ -151,11 +146,12 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	return nil
 }
 
-// shardLevels gives the closed-loop levels their --ramp-up and returns this
-// shard's part of the planned levels.
+// shardLevels gives the closed-loop levels their --ramp-up, --lockstep,
+// --steps and --think-time, and returns this shard's part of each.
 func (l *loadFlags) shardLevels(levels []load.Level) []load.Level {
 	for i := range levels {
-		if levels[i].Load.Mode == "concurrency" {
+		levels[i].Steps, levels[i].ThinkTime = l.steps, l.thinkTime
+		if levels[i].Load.Mode == metrics.ModeConcurrency {
 			levels[i].RampUp, levels[i].Lockstep = l.rampUp, l.lockstep
 		}
 		levels[i] = l.shard.Apply(levels[i])
@@ -163,99 +159,12 @@ func (l *loadFlags) shardLevels(levels []load.Level) []load.Level {
 	return levels
 }
 
-// waitStart blocks until --start-at (if any); false when ctx ended first.
-func (l *loadFlags) waitStart(ctx context.Context) bool {
-	if l.start.IsZero() {
-		return true
-	}
-	t := time.NewTimer(time.Until(l.start))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// levelRunner runs one planned level once.
-type levelRunner func(ctx context.Context, idx int, lv load.Level) (load.Result, error)
-
-// runLevels runs the planned levels (or an automatic sweep), each
-// --repeat times, judges SLOs, and returns the levels in the order run.
-func (l *loadFlags) runLevels(ctx context.Context, planned []load.Level, template load.Level, run levelRunner, annotate func(*metrics.Level)) ([]metrics.Level, bool, error) {
-	var out []metrics.Level
-	template.Steps, template.ThinkTime, template.RampUp, template.Lockstep = l.steps, l.thinkTime, l.rampUp, l.lockstep
-	next := func(i int) (load.Level, bool) {
-		if l.autoSweep == nil {
-			if i < len(planned) {
-				lv := planned[i]
-				lv.Steps, lv.ThinkTime = l.steps, l.thinkTime
-				return lv, true
-			}
-			return load.Level{}, false
-		}
-		c, ok := l.autoSweep.Next(out)
-		if !ok {
-			return load.Level{}, false
-		}
-		lv := template
-		lv.Load = metrics.Load{Mode: "concurrency", Concurrency: c}
-		if lv.Requests == 0 && lv.Duration == 0 {
-			lv.Requests = max(4*c, 16)
-		}
-		return lv, true
-	}
-	for i := 0; ; i++ {
-		lv, ok := next(i)
-		if !ok {
-			return out, false, nil
-		}
-		var runs []metrics.Level
-		interrupted := false
-		for k := 0; k < l.repeat; k++ {
-			res, err := run(ctx, i, lv)
-			if err != nil && !errors.Is(err, load.ErrInterrupted) {
-				return out, false, err
-			}
-			metrics.ApplySLOs(&res.Level, res.Records, l.slos)
-			runs = append(runs, res.Level)
-			if errors.Is(err, load.ErrInterrupted) {
-				interrupted = true
-				break
-			}
-		}
-		level := metrics.MedianOfRuns(runs, l.slos)
-		if annotate != nil {
-			annotate(&level)
-		}
-		level.Cost = metrics.CostOf(&level, l.prices)
-		out = append(out, level)
-		if interrupted {
-			return out, true, nil
-		}
-	}
-}
-
-// finish adds the SLOs, capacity, knee and profile to a summary.
-func (l *loadFlags) finish(s *metrics.Summary) {
-	for _, o := range l.slos {
-		s.SLOs = append(s.SLOs, o.Expr)
-	}
-	s.Capacity = metrics.FindCapacity(s.Levels, l.slos)
-	s.Knee = metrics.FindKnee(s.Levels)
-	if l.prof != nil {
-		s.Profile = l.prof.Name
-	}
-}
-
-// describe is a one-line account of the load flags for run.json.
-func (l *loadFlags) describe() map[string]any {
-	return map[string]any{
-		"slo": strings.TrimSpace(l.slo), "profile": l.profile, "repeat": l.repeat, "sweep": l.sweep,
-		"start_at": l.startAt,
-		"workload": l.workload, "steps": l.steps, "think_time": l.thinkTime.String(),
-		"ramp_up": l.rampUp.String(), "lockstep": l.lockstep,
-		"price_in": l.priceIn, "price_out": l.priceOut, "gpu_hour_price": l.gpuHour,
+// describe is the load part of run.json's configuration.
+func (l *loadFlags) describe() benchmark.LoadConfig {
+	return benchmark.LoadConfig{
+		SLO: strings.TrimSpace(l.slo), Profile: l.profile, Repeat: l.repeat, Sweep: l.sweep,
+		StartAt: l.startAt, Workload: l.workload, Steps: l.steps, ThinkTime: l.thinkTime.String(),
+		RampUp: l.rampUp.String(), Lockstep: l.lockstep,
+		PriceIn: l.priceIn, PriceOut: l.priceOut, GPUHourPrice: l.gpuHour,
 	}
 }

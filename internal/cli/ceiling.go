@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/physics"
 )
 
@@ -65,14 +65,6 @@ mixture-of-experts model, a smaller model or lower precision, or more GPUs.`,
 	return cmd
 }
 
-func unknownUsage(flag string, err error) error {
-	var ue *physics.UnknownError
-	if errors.As(err, &ue) {
-		return usagef("%s: unknown %q (known: %s)", flag, ue.Name, strings.Join(ue.Known, ", "))
-	}
-	return usagef("%s: %v", flag, err)
-}
-
 // ceilingDeployment turns the flags into a deployment, or a usage error
 // naming the flag.
 func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment, string, []string, error) {
@@ -124,27 +116,27 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 	default:
 		var err error
 		if m, err = cat.LookupModel(f.model); err != nil {
-			return physics.Deployment{}, "", nil, unknownUsage("--model", err)
+			return physics.Deployment{}, "", nil, benchmark.UnknownInput("--model", err)
 		}
 	}
 	if f.gguf == "" {
 		if w, err = cat.LookupPrecision(f.quant); err != nil {
-			return physics.Deployment{}, "", nil, unknownUsage("--quant", err)
+			return physics.Deployment{}, "", nil, benchmark.UnknownInput("--quant", err)
 		}
 	}
 	kv, err := cat.LookupPrecision(f.kvQuant)
 	if err != nil {
-		return physics.Deployment{}, "", nil, unknownUsage("--kv-quant", err)
+		return physics.Deployment{}, "", nil, benchmark.UnknownInput("--kv-quant", err)
 	}
 	h, err := cat.LookupHardware(f.hardware)
 	if err != nil {
-		return physics.Deployment{}, "", nil, unknownUsage("--hardware", err)
+		return physics.Deployment{}, "", nil, benchmark.UnknownInput("--hardware", err)
 	}
 	engine := "hardware default"
 	if f.engine != "" {
 		e, err := cat.LookupEngine(f.engine)
 		if err != nil {
-			return physics.Deployment{}, "", nil, unknownUsage("--engine", err)
+			return physics.Deployment{}, "", nil, benchmark.UnknownInput("--engine", err)
 		}
 		h = e.Apply(h)
 		engine = e.Name

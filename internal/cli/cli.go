@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/tokbench/tokbench/benchmark"
 )
 
 // Exit codes.
@@ -91,6 +92,10 @@ func exitCode(stderr io.Writer, err error) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "tokbench: %s\n", ue.msg)
+		return ExitUsage
+	}
+	if ie, ok := errors.AsType[*benchmark.InputError](err); ok {
+		fmt.Fprintf(stderr, "tokbench: %s\n", ie.Msg)
 		return ExitUsage
 	}
 	var ee *exitError

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/compare"
+	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
 )
 
@@ -101,7 +102,7 @@ func runImportVLLM(env Env, f *importFlags, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReportHTML(f.out); err != nil {
+	if err := report.WriteHTMLFile(f.out); err != nil {
 		return err
 	}
 	lv := imp.Summary.Levels[0]

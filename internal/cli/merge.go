@@ -41,7 +41,7 @@ index are refused.`,
 			if err := results.WriteMerged(out, m); err != nil {
 				return usagef("--out: %v", err)
 			}
-			if err := writeReportHTML(out); err != nil {
+			if err := report.WriteHTMLFile(out); err != nil {
 				fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)
 			}
 			fmt.Fprintf(env.Stderr, "tokbench: merged %d runs (%d requests) into %s\n", len(args), len(m.Records), out)

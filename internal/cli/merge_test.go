@@ -22,7 +22,10 @@ func TestShardsMergeExactly(t *testing.T) {
 		GapPerInflight: 100 * time.Microsecond})
 	defer srv.Close()
 	dir := t.TempDir()
-	start := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	// Two seconds ahead: far longer than a shard's set-up, so a shard that
+	// did not wait would send before it.
+	startAt := time.Now().Add(2 * time.Second)
+	start := startAt.UTC().Format(time.RFC3339Nano)
 	var dirs []string
 	errs := make(chan error, 4)
 	for i := 0; i < 4; i++ {
@@ -60,9 +63,19 @@ func TestShardsMergeExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		first := time.Time{}
 		for _, r := range recs {
 			pooled[r.Level] = append(pooled[r.Level], r)
+			if first.IsZero() || r.Start.Before(first) {
+				first = r.Start
+			}
 		}
+		// --start-at holds every shard until the instant: none sends
+		// before it.
+		if first.Before(startAt) {
+			t.Errorf("%s: first request sent at %s, before --start-at %s", d, first.Format(time.RFC3339Nano), start)
+		}
+		t.Logf("%s: first request %v after --start-at", filepath.Base(d), first.Sub(startAt))
 	}
 	for i, want := range []struct{ users, requests int }{{4, 30}, {10, 30}} {
 		lv := s.Levels[i]

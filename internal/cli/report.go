@@ -1,17 +1,12 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/report"
-	"github.com/tokbench/tokbench/results"
 )
 
 func newReportCmd(env Env) *cobra.Command {
@@ -39,72 +34,12 @@ offline and prints.`,
 }
 
 func runReport(env Env, dir string) error {
-	if _, err := readPage(dir); err != nil {
+	if _, err := report.ReadRun(dir); err != nil {
 		return usagef("%v", err)
 	}
-	if err := writeReportHTML(dir); err != nil {
+	if err := report.WriteHTMLFile(dir); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "wrote %s\n", filepath.Join(dir, "report.html"))
 	return nil
-}
-
-// writeReportHTML renders dir/report.html from the run directory's files.
-func writeReportHTML(dir string) error {
-	page, err := readPage(dir)
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	if err := report.WriteHTML(&b, page); err != nil {
-		return err
-	}
-	path := filepath.Join(dir, "report.html")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// readPage reads what a report shows from a run directory: summary.json is
-// required; run.json and requests.jsonl are used when present.
-func readPage(dir string) (report.Page, error) {
-	var p report.Page
-	s, err := results.ReadSummary(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		// The run died before its summary (kill -9): rebuild it from the
-		// records, and keep it, so that compare and merge can read the run.
-		if s, err = results.Rebuild(dir); err == nil {
-			if werr := results.WriteSummary(dir, s); werr != nil {
-				p.Warnings = append(p.Warnings, "the rebuilt summary could not be written: "+werr.Error())
-			}
-		}
-	}
-	if err != nil {
-		return p, fmt.Errorf("%s: %w", dir, err)
-	}
-	p.Summary = s
-	if b, err := os.ReadFile(filepath.Join(dir, results.RunFile)); err == nil {
-		var run results.Run
-		if err := json.Unmarshal(b, &run); err != nil {
-			return p, fmt.Errorf("%s: %w", filepath.Join(dir, results.RunFile), err)
-		}
-		p.Run = &run
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return p, err
-	}
-	recs, warns, err := results.ReadRecords(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		p.Warnings = append(p.Warnings, "no "+results.RequestsFile+": histograms need the per-request records")
-	case err != nil:
-		return p, err
-	}
-	p.Records = recs
-	p.Warnings = append(p.Warnings, warns...)
-	return p, nil
 }

@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/load"
-	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
 	"github.com/tokbench/tokbench/workload"
 )
@@ -30,7 +26,7 @@ type workloadFlags struct {
 	rows    []workload.Row
 	format  string
 	server  bool // --tokenizer server
-	counter workload.Counter
+	tok     tokenize.Tokenizer
 }
 
 func (w *workloadFlags) register(fl *pflag.FlagSet, f *benchFlags) {
@@ -44,24 +40,23 @@ func (w *workloadFlags) register(fl *pflag.FlagSet, f *benchFlags) {
 	fl.IntVar(&w.minTokens, "min-tokens", 0, "send min_tokens (vLLM) so outputs are at least this long (capped at max_tokens)")
 }
 
-// validate parses the workload flags, loads the tokenizer into p.tok and
-// checks every dataset row, so a bad file stops the run before any request.
-// A profile may have set f.inputTokens/f.outputTokens already.
-func (w *workloadFlags) validate(f *benchFlags, set func(string) bool, p *benchPlan) error {
+// validate parses the workload flags, loads the tokenizer and checks every
+// dataset row, so a bad file stops the run before any request. A
+// --profile's lengths stand in for --input-tokens and --output-tokens when
+// they are not given.
+func (w *workloadFlags) validate(f *benchFlags, set func(string) bool) error {
 	var err error
-	if !set("input-tokens") && f.inputTokens > 0 {
-		w.inputs = []workload.Dist{workload.Fixed(f.inputTokens)}
+	prof := f.lf.prof // its lengths stand in for the flags not given
+	if prof != nil && !set("input-tokens") && prof.InputTokens > 0 {
+		w.inputs = []workload.Dist{workload.Fixed(prof.InputTokens)}
 	} else if w.inputs, err = workload.ParseDists(w.input); err != nil {
 		return usagef("--input-tokens: %v", err)
 	}
-	if !set("output-tokens") && f.outputTokens > 0 {
-		w.outDist = workload.Fixed(f.outputTokens)
+	if prof != nil && !set("output-tokens") && prof.OutputTokens > 0 {
+		w.outDist = workload.Fixed(prof.OutputTokens)
 	} else if w.outDist, err = workload.ParseDist(w.output); err != nil {
 		return usagef("--output-tokens: %v", err)
 	}
-	// The first length stands for the run where one number is needed
-	// (run.json, the physics context).
-	f.inputTokens, f.outputTokens = int(w.inputs[0].Mean), int(w.outDist.Mean)
 	switch {
 	case len(w.inputs) > 1 && f.lf.sweep != "":
 		return usagef("--input-tokens: a list sweeps input length; it does not combine with --sweep")
@@ -79,7 +74,7 @@ func (w *workloadFlags) validate(f *benchFlags, set func(string) bool, p *benchP
 		w.server = true
 		name = tokenize.Default // builds prompts and counts output without usage
 	}
-	if p.tok, err = tokenize.Open(name); err != nil {
+	if w.tok, err = tokenize.Open(name); err != nil {
 		return usagef("--tokenizer: %v", err)
 	}
 	if w.dataset == "" {
@@ -127,69 +122,31 @@ func (w *workloadFlags) sweep(levels []load.Level) []load.Level {
 	return out
 }
 
-// connect points --tokenizer server at the benchmarked endpoint and asks it
-// to count one word, so a server without /tokenize stops the run before
-// any level (exit 2: the flag asks for what the server lacks).
-func (w *workloadFlags) connect(ctx context.Context, baseURL, model string, c *http.Client, h http.Header) error {
-	if !w.server {
-		return nil
-	}
-	srv := &tokenize.Server{BaseURL: baseURL, Model: model, HTTP: c, Header: h}
-	if _, err := srv.CountContext(ctx, "hello"); err != nil {
-		if errors.Is(err, tokenize.ErrNoEndpoint) {
-			return usagef("--tokenizer server: %v", err)
-		}
-		return fmt.Errorf("--tokenizer server: %w", err)
-	}
-	w.counter = srv
-	return nil
-}
-
-// source makes the requests of level idx.
-func (w *workloadFlags) source(ctx context.Context, f *benchFlags, p *benchPlan, idx int, lv load.Level) (*workload.Source, error) {
-	n := lv.Requests * max(lv.Steps, 1) // warm-ups are variants of these (Source.WarmupRequest)
-	if lv.Duration > 0 && lv.Requests == 0 {
-		n = max(256, 4*lv.Load.Concurrency)
-	}
-	in := w.inputs[0]
-	if lv.Load.InputTokens > 0 {
-		in = workload.Fixed(lv.Load.InputTokens)
-	}
-	cfg := workload.Config{
-		Tokenizer: p.tok, Counter: w.counter, Input: in, Output: w.outDist, Rows: w.rows,
-		PrefixTokens: w.prefixTokens, PrefixGroups: w.prefixGroups,
-		Model: f.model, IgnoreEOS: f.ignoreEOS, MinTokens: w.minTokens,
-		Seed: f.lf.shard.Seed(f.promptSeed), Level: idx,
+// plan is the validated workload as the plan's.
+func (w *workloadFlags) plan(tok tokenize.Tokenizer, promptSeed uint64) benchmark.Workload {
+	wl := benchmark.Workload{
+		Inputs: w.inputs, Output: w.outDist, Rows: w.rows,
+		PrefixTokens: w.prefixTokens, PrefixGroups: w.prefixGroups, MinTokens: w.minTokens,
+		Tokenizer: tok, ServerTokenizer: w.server, PromptSeed: promptSeed,
+		// The first length stands for the run where one number is needed
+		// (run.json, the physics context).
+		InputTokens: int(w.inputs[0].Mean), OutputTokens: int(w.outDist.Mean),
 	}
 	if w.format == workload.FormatText {
-		c, err := workload.OpenCorpus(w.dataset)
-		if err != nil {
-			return nil, usagef("--dataset: %v", err)
-		}
-		defer c.Close()
-		cfg.Corpus = c
+		wl.Corpus = w.dataset
 	}
-	return workload.NewSource(ctx, cfg, n)
+	return wl
 }
 
-// contextTokens is a level's typical context for the physics ceiling.
-func (w *workloadFlags) contextTokens(f *benchFlags, lv *metrics.Level) int {
-	in := f.inputTokens
-	if lv.Load.InputTokens > 0 {
-		in = lv.Load.InputTokens
-	}
-	return w.prefixTokens + in + f.outputTokens/2
-}
-
-// describe is the workload part of run.json's configuration.
-func (w *workloadFlags) describe() map[string]any {
+// describe is the prompt part of run.json's configuration.
+func (w *workloadFlags) describe() benchmark.PromptConfig {
 	var in []string
 	for _, d := range w.inputs {
 		in = append(in, d.String())
 	}
-	return map[string]any{
-		"input_tokens": in, "output_tokens": w.outDist.String(), "dataset": w.dataset,
-		"dataset_format": w.format, "prefix_tokens": w.prefixTokens, "prefix_groups": w.prefixGroups,
-		"min_tokens": w.minTokens, "tokenizer_server": w.server,
+	return benchmark.PromptConfig{
+		InputTokens: in, OutputTokens: w.outDist.String(), Dataset: w.dataset,
+		DatasetFormat: w.format, PrefixTokens: w.prefixTokens, PrefixGroups: w.prefixGroups,
+		MinTokens: w.minTokens, TokenizerServer: w.server,
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package benchmark
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/tokbench/tokbench/sim"
 )
 
-// embedded is the simulator bench starts when no --url is given.
+// embedded is the simulator a plan without a URL runs against.
 type embedded struct {
 	srv   *sim.Server
 	url   string
@@ -15,24 +15,24 @@ type embedded struct {
 	desc  string
 }
 
-func startEmbedded(ctx context.Context, f *benchFlags) (*embedded, error) {
+func startEmbedded(ctx context.Context, o SimOptions, model string) (*embedded, error) {
 	cfg := sim.DefaultConfig()
-	if f.model != "" {
-		cfg.Model = f.model
+	if model != "" {
+		cfg.Model = model
 	}
-	if f.quant != "" {
-		cfg.Quant = f.quant
+	if o.Quant != "" {
+		cfg.Quant = o.Quant
 	}
-	if f.hardware != "" {
-		cfg.Hardware = f.hardware
+	if o.Hardware != "" {
+		cfg.Hardware = o.Hardware
 	}
-	if f.gpus > 0 {
-		cfg.GPUs = f.gpus
+	if o.GPUs > 0 {
+		cfg.GPUs = o.GPUs
 	}
-	cfg.Engine.Seed = f.seed
+	cfg.Engine.Seed = o.Seed
 	srv, err := sim.NewServer(cfg)
 	if err != nil {
-		return nil, usagef("embedded simulator (--model/--quant/--hardware/--gpus): %v", err)
+		return nil, inputErrorf("embedded simulator (--model/--quant/--hardware/--gpus): %v", err)
 	}
 	url, err := srv.Start(ctx, "127.0.0.1:0")
 	if err != nil {
@@ -45,5 +45,3 @@ func startEmbedded(ctx context.Context, f *benchFlags) (*embedded, error) {
 		desc: fmt.Sprintf("%s %s on %d× %s", c.Model, c.Quant, c.GPUs, c.Hardware),
 	}, nil
 }
-
-func (e *embedded) close() { e.srv.Close() }

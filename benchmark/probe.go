@@ -1,0 +1,165 @@
+package benchmark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/sim"
+)
+
+// setAPIKey sends key in the adapter's own header (Authorization: Bearer,
+// or Anthropic's x-api-key) unless the plan's header already sets that
+// header, and keeps it among the secrets. Called again after API auto
+// picks the protocol, it moves the key to that protocol's header.
+func (r *run) setAPIKey(key string) {
+	if key == "" {
+		return
+	}
+	if r.keyHdr != "" {
+		r.header.Del(r.keyHdr)
+		r.keyHdr = ""
+	}
+	name, value := api.KeyHeader(r.adapter, key)
+	if r.header.Get(name) != "" {
+		return
+	}
+	r.header.Set(name, value)
+	r.key, r.keyHdr = key, name
+	for _, s := range r.secrets {
+		if s == key {
+			return
+		}
+	}
+	r.secrets = append(r.secrets, key)
+}
+
+// detect probes the server. With API auto it picks the adapter (an
+// InputError listing what was tried when nothing answers) and, without a
+// model, the first model listed. With a native API (Ollama, llama.cpp,
+// TGI) it only gathers the engine and model facts for run.json, quietly.
+func (r *run) detect(ctx context.Context) error {
+	auto := r.p.API == "auto"
+	switch name := r.adapter.Name(); {
+	case auto:
+	case strings.HasPrefix(name, "ollama"), name == "llamacpp", name == "tgi":
+	default:
+		return nil
+	}
+	d, err := api.Detect(ctx, r.http, r.base, r.header, r.model)
+	if err != nil {
+		if !auto {
+			return nil
+		}
+		if _, ok := errors.AsType[*api.UnreachableError](err); ok {
+			return modelListError(err, r.secrets)
+		}
+		return inputErrorf("--api auto: %s", api.Scrub(err.Error(), r.secrets))
+	}
+	r.detected = &d
+	if !auto {
+		return nil
+	}
+	if r.adapter, err = api.ByName(d.API); err != nil {
+		return err
+	}
+	r.setAPIKey(r.key)
+	r.target.API = r.adapter.Name()
+	if r.model == "" && len(d.Models) > 0 {
+		r.model = d.Models[0]
+		r.target.Model = r.model
+	}
+	desc := d.Engine
+	if d.Version != "" {
+		desc += " " + d.Version
+	}
+	r.notice("--api auto: %s speaks %s (%s)", api.RedactURL(r.base), d.API, strings.TrimSpace(desc))
+	return nil
+}
+
+// CheckContinuousUsage refuses ContinuousUsage on for a protocol that
+// cannot carry it: only openai-chat and openai-completions ask (auto, the
+// default, asks once probing knows the API).
+func CheckContinuousUsage(apiName string, mode Switch) error {
+	if mode != On || apiName == "auto" {
+		return nil
+	}
+	a, err := api.ByName(apiName)
+	if err != nil {
+		return inputErrorf("--api: %v", err)
+	}
+	if _, ok := a.(api.OpenAI); !ok {
+		return inputErrorf("--continuous-usage on: %s does not take it (only openai-chat and openai-completions do)", a.Name())
+	}
+	return nil
+}
+
+// setContinuousUsage applies ContinuousUsage to the adapter: on asks for
+// the running usage in every chunk, off never, auto when engine — what API
+// auto detected, or the owned_by of the model list — is vLLM or tokbench's
+// simulator, which answers it the same way. Other servers may reject the
+// field, so auto never guesses.
+func (r *run) setContinuousUsage(engine string) error {
+	mode := r.p.ContinuousUsage
+	o, ok := r.adapter.(api.OpenAI)
+	if !ok {
+		if mode == On {
+			return inputErrorf("--continuous-usage on: %s does not take it (only openai-chat and openai-completions do)", r.adapter.Name())
+		}
+		return nil
+	}
+	o.ContinuousUsage = mode == On || (mode == Auto || mode == "") && (engine == "vllm" || engine == sim.EngineName)
+	r.adapter = o
+	return nil
+}
+
+// continuousUsage reports whether requests ask for usage in every chunk.
+func (r *run) continuousUsage() bool {
+	o, ok := r.adapter.(api.OpenAI)
+	return ok && o.ContinuousUsage
+}
+
+// meta is run.json's meta: the plan's, then what probing found
+// (server_engine, server_version, server_models, server_max_context, the
+// model facts, vLLM's max_model_len); what the plan says wins.
+func (r *run) meta() map[string]string {
+	m := make(map[string]string, len(r.p.Meta)+8)
+	for k, v := range r.p.Meta {
+		m[k] = v
+	}
+	add := func(k, v string) {
+		if _, ok := m[k]; !ok && v != "" {
+			m[k] = v
+		}
+	}
+	if d := r.detected; d != nil {
+		add("server_engine", d.Engine)
+		add("server_version", d.Version)
+		add("server_models", strings.Join(d.Models, ","))
+		if d.MaxContext > 0 {
+			add("server_max_context", fmt.Sprint(d.MaxContext))
+		}
+		for k, v := range d.Facts {
+			add(k, v)
+		}
+	}
+	if r.maxModelLen > 0 {
+		add("server_max_context", fmt.Sprint(r.maxModelLen))
+		add("model_context_length", fmt.Sprint(r.maxModelLen))
+	}
+	return m
+}
+
+// config is run.json's configuration: the plan's, with what set-up
+// decided (the protocol, the model, what the requests ask for).
+func (r *run) config() Config {
+	c := r.p.Config
+	c.API, c.Model = r.adapter.Name(), r.model
+	c.ContinuousUsage = r.continuousUsage()
+	c.IgnoreEOSSent = r.p.IgnoreEOS && api.SendsIgnoreEOS(r.adapter)
+	c.Tokenizer = r.p.Workload.Tokenizer.Name()
+	c.Detected = r.detected
+	return c
+}

@@ -1,0 +1,384 @@
+package benchmark
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/results"
+	"github.com/tokbench/tokbench/sim"
+	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
+	"github.com/tokbench/tokbench/workload"
+)
+
+// Hooks are how a caller watches a run; every field may be nil.
+type Hooks struct {
+	// Out receives run.json, every record as it completes, summary.json
+	// and report.html.
+	Out *results.Writer
+	// Notice is told each line the user should read as the run sets up
+	// ("benchmarking the embedded SIMULATED server…").
+	Notice func(string)
+	// Runner is called with the load runner before the first level: live
+	// metrics and terminal charts chain onto its Sink.
+	Runner func(*load.Runner) error
+	// Level is called as each run of a level starts; the function it
+	// returns, when the run ends (a progress line).
+	Level func(*load.Runner, load.Level) func()
+}
+
+// Result is what a run measured.
+type Result struct {
+	Summary metrics.Summary
+	// NewIndex maps each level's place in the order run to its place in
+	// Summary.Levels (load order, as a sweep runs 1, 2, 4, 8, then 3); nil
+	// when the two orders agree.
+	NewIndex []int
+	// WriteErr is the first failure to write the run directory: what was
+	// written is valid, but not whole.
+	WriteErr error
+}
+
+// Completed counts the requests that completed over every level.
+func (r *Result) Completed() int {
+	n := 0
+	for _, lv := range r.Summary.Levels {
+		n += lv.Requests.Completed
+	}
+	return n
+}
+
+// run is one Run's state: what probing and set-up decided.
+type run struct {
+	p        *Plan
+	hooks    Hooks
+	base     string // the URL requests go to (the simulator's without Plan.URL)
+	target   metrics.Target
+	model    string
+	adapter  api.Adapter
+	header   http.Header
+	key      string // the API key, and the header it went in
+	keyHdr   string
+	secrets  []string
+	detected *api.Detection
+	// maxModelLen is vLLM's max_model_len from the model list.
+	maxModelLen   int
+	physics       *Physics
+	notes         []string
+	serverMetrics bool
+	counter       workload.Counter
+	http          *http.Client
+	transport     *wire.Transport
+}
+
+func (r *run) notice(format string, args ...any) {
+	if r.hooks.Notice != nil {
+		r.hooks.Notice(fmt.Sprintf(format, args...))
+	}
+}
+
+// Run runs the plan. Set-up failures (an InputError, a server that cannot
+// be reached) are errors before any level; failed requests are
+// measurements, in the Result. An interrupt (ctx canceled) ends the level
+// in flight and returns what was measured, with Summary.Interrupted set.
+func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
+	r := &run{
+		p: p, hooks: hooks, base: p.URL, model: p.Model,
+		header: p.Header.Clone(), secrets: append([]string(nil), p.Secrets...),
+		physics: p.Physics, notes: append([]string(nil), p.Notes...), serverMetrics: p.ServerMetrics,
+	}
+	if r.header == nil {
+		r.header = http.Header{}
+	}
+	var err error
+	if p.API == "auto" {
+		r.adapter = api.OpenAI{Chat: true} // until probing picks one
+	} else if r.adapter, err = api.ByName(p.API); err != nil {
+		return nil, inputErrorf("--api: %v", err)
+	}
+	r.setAPIKey(p.APIKey)
+	r.target = metrics.Target{URL: api.RedactURL(p.URL), API: r.adapter.Name(), Model: p.Model}
+	if p.URL == "" {
+		simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopSim()
+		emb, err := startEmbedded(simCtx, p.Sim, p.Model)
+		if err != nil {
+			return nil, err
+		}
+		defer emb.srv.Close()
+		r.base, r.target.URL, r.target.Simulated = emb.url, emb.url, true
+		r.model = cmp.Or(r.model, emb.model)
+		r.target.Model = r.model
+		c := emb.srv.Config()
+		if r.physics, _, err = ResolvePhysics(c.Model, 0, c.Quant, c.Hardware, c.GPUs); err != nil {
+			return nil, err
+		}
+		r.notice("no --url given: benchmarking the embedded SIMULATED server (%s) at %s", emb.desc, emb.url)
+	}
+
+	r.transport = wire.NewTransport()
+	if p.Client.TLS != nil {
+		r.transport.Fallback.TLSClientConfig = p.Client.TLS
+	}
+	r.transport.HTTP2 = p.Client.HTTP2
+	// Redirects are not followed unless asked, and then only to the same
+	// origin: a POST would become a GET, and the API key would go
+	// wherever the server points (see api's "redirect").
+	r.http = &http.Client{Transport: r.transport, CheckRedirect: api.RefuseRedirects}
+	if p.Client.FollowRedirects {
+		r.http.CheckRedirect = api.FollowSameOrigin
+	}
+	defer r.http.CloseIdleConnections()
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	return r.measure(ctx)
+}
+
+// setUp probes the server and settles the protocol, the model and what
+// the requests ask for.
+func (r *run) setUp(ctx context.Context) error {
+	p := r.p
+	if err := r.detect(ctx); err != nil {
+		return err
+	}
+	if p.IgnoreEOS && !api.SendsIgnoreEOS(r.adapter) {
+		note := fmt.Sprintf("--ignore-eos: the %s API has no way to generate past the end of sequence, so it is not sent; outputs may end before --output-tokens", r.adapter.Name())
+		r.notes = append(r.notes, note)
+		r.notice("%s", note)
+	}
+	engine := "" // what the probes already made say the server is
+	if d := r.detected; p.API == "auto" && d != nil {
+		engine = d.Engine
+		switch d.Engine {
+		case "vllm", "sglang", "tgi", "llama.cpp", sim.EngineName:
+			r.serverMetrics = true
+		}
+	}
+	if r.target.Simulated {
+		engine = sim.EngineName
+	}
+	if r.model == "" {
+		models, err := api.ListModels(ctx, r.http, r.base, r.header)
+		if err != nil {
+			return modelListError(err, r.secrets)
+		}
+		m := models[0]
+		r.maxModelLen = m.MaxModelLen
+		r.model, r.target.Model = m.ID, m.ID
+		engine = cmp.Or(engine, m.OwnedBy)
+	}
+	if err := r.setContinuousUsage(engine); err != nil {
+		return err
+	}
+	if p.ContinuousUsage == Auto && r.continuousUsage() && engine == "vllm" {
+		r.notice("the server is vLLM: asking for usage in every chunk, for exact tokens per chunk (--continuous-usage off stops it)")
+	}
+	if p.Workload.ServerTokenizer {
+		// One word counted now: a server without /tokenize stops the run
+		// before any level.
+		srv := &tokenize.Server{BaseURL: r.base, Model: r.model, HTTP: r.http, Header: r.header}
+		if _, err := srv.CountContext(ctx, "hello"); err != nil {
+			if errors.Is(err, tokenize.ErrNoEndpoint) {
+				return inputErrorf("--tokenizer server: %v", err)
+			}
+			return fmt.Errorf("--tokenizer server: %w", err)
+		}
+		r.counter = srv
+	}
+	return nil
+}
+
+// modelListError words a failed model list: a server that cannot be
+// reached is the run's failure, or the URL's (a name that does not
+// resolve), not --model's; an answer that lists no model asks for --model.
+func modelListError(err error, secrets []string) error {
+	msg := api.Scrub(err.Error(), secrets)
+	if ue, ok := errors.AsType[*api.UnreachableError](err); ok {
+		if ue.Class == "dns" {
+			return inputErrorf("--url: %s", msg)
+		}
+		return errors.New(msg + " (is the server running at that address?)")
+	}
+	return inputErrorf("--model: not given, and the server did not list one: %s", msg)
+}
+
+// measure runs the levels and writes the run directory.
+func (r *run) measure(ctx context.Context) (*Result, error) {
+	p, w := r.p, r.hooks.Out
+	client := &api.Client{
+		HTTP: r.http, Adapter: r.adapter, BaseURL: r.base,
+		Header: r.header, Secrets: r.secrets, StallTimeout: p.Client.StallTimeout,
+		CountSetup: p.Client.Cold,
+	}
+	tok := p.Workload.Tokenizer
+	runner := &load.Runner{Client: client, Tokenizer: tok, Timeout: p.Client.Timeout, Grace: p.Client.Grace,
+		Retry: p.Client.Retry, MaxErrorRate: p.Client.MaxErrorRate, Cold: p.Client.Cold}
+	res := &Result{}
+	var sinkErr error
+	var rec results.Run
+	if w != nil {
+		runner.Sink = func(m metrics.Record) {
+			if err := w.Append(m); err != nil && sinkErr == nil {
+				sinkErr = err
+			}
+		}
+		rec = results.Run{
+			Tool: "tokbench", Version: p.Version, StartedAt: time.Now().UTC(),
+			Target: r.target, Meta: r.meta(), Config: results.ConfigMap(r.config()),
+		}
+		if err := w.WriteRun(rec); err != nil {
+			return nil, inputErrorf("--out: %v", err)
+		}
+	}
+	if r.hooks.Runner != nil {
+		if err := r.hooks.Runner(runner); err != nil {
+			return nil, err
+		}
+	}
+	summary := metrics.Summary{Schema: metrics.Schema, Target: r.target, Warnings: r.notes}
+	var scrape *serverScrape
+	if r.serverMetrics {
+		scrape = &serverScrape{client: r.http, base: r.base, header: r.header, warn: &summary.Warnings, delta: api.MetricsSnapshot{}}
+	}
+	runOnce := func(ctx context.Context, i int, lv load.Level) (load.Result, error) {
+		src, err := r.source(ctx, i, lv)
+		if err != nil {
+			return load.Result{}, err
+		}
+		if r.hooks.Level != nil {
+			defer r.hooks.Level(runner, lv)()
+		}
+		if scrape == nil {
+			return runner.RunLevel(ctx, i, lv, src)
+		}
+		return scrape.around(ctx, lv, func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) },
+			func(wl load.Level) {
+				(&load.Runner{Client: client, Tokenizer: tok, Timeout: p.Client.Timeout}).RunLevel(ctx, i, wl, load.Warmups(src, lv.Requests))
+			})
+	}
+	annotate := func(lv *metrics.Level) {
+		if !p.Workload.ServerTokenizer && !strings.HasSuffix(tok.Name(), ".json") {
+			lv.NotCountedByModel() // a tiktoken encoding, not the model's own tokenizer
+		}
+		if r.physics != nil {
+			r.physics.annotate(lv, r.contextTokens(lv))
+		}
+		if scrape != nil {
+			scrape.annotate(lv)
+		}
+	}
+	var err error
+	if !waitUntil(ctx, p.StartAt) {
+		summary.Interrupted = true
+	} else if summary.Levels, summary.Interrupted, err = r.runLevels(ctx, runOnce, annotate); err != nil {
+		return nil, err
+	}
+	r.finish(&summary)
+	if newIndex, moved := metrics.SortLevels(summary.Levels); moved {
+		res.NewIndex = newIndex
+		if w != nil {
+			if err := w.RenumberLevels(newIndex); err != nil {
+				summary.Warnings = append(summary.Warnings, err.Error())
+			}
+		}
+	}
+	if sinkErr != nil {
+		summary.Warnings = append(summary.Warnings, "writing requests.jsonl failed: "+sinkErr.Error())
+	}
+	res.WriteErr = sinkErr
+	if w != nil {
+		// run.json again, now with what the run measured with.
+		rec.Transport = r.measuredTransport(summary.Levels)
+		if err := w.WriteRun(rec); err != nil {
+			res.WriteErr = cmp.Or(res.WriteErr, err)
+		}
+		if err := w.WriteSummary(summary); err != nil {
+			res.WriteErr = cmp.Or(res.WriteErr, err)
+		} else if sinkErr == nil { // (a report of records that were not all written would mislead)
+			if err := report.WriteHTMLFile(w.Dir()); err != nil {
+				res.WriteErr = cmp.Or(res.WriteErr, err)
+			}
+		}
+	}
+	res.Summary = summary
+	return res, nil
+}
+
+// waitUntil blocks until t (none when zero); false when ctx ended first.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	if t.IsZero() {
+		return true
+	}
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// source makes the requests of level idx.
+func (r *run) source(ctx context.Context, idx int, lv load.Level) (*workload.Source, error) {
+	wl := r.p.Workload
+	n := lv.Requests * max(lv.Steps, 1) // warm-ups are variants of these (Source.WarmupRequest)
+	if lv.Duration > 0 && lv.Requests == 0 {
+		n = max(256, 4*lv.Load.Concurrency)
+	}
+	in := wl.Inputs[0]
+	if lv.Load.InputTokens > 0 {
+		in = workload.Fixed(lv.Load.InputTokens)
+	}
+	cfg := workload.Config{
+		Tokenizer: wl.Tokenizer, Counter: r.counter, Input: in, Output: wl.Output, Rows: wl.Rows,
+		PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
+		Model: r.model, IgnoreEOS: r.p.IgnoreEOS, MinTokens: wl.MinTokens,
+		Seed: r.p.Shard.Seed(wl.PromptSeed), Level: idx,
+	}
+	if wl.Corpus != "" {
+		c, err := workload.OpenCorpus(wl.Corpus)
+		if err != nil {
+			return nil, inputErrorf("--dataset: %v", err)
+		}
+		defer c.Close()
+		cfg.Corpus = c
+	}
+	return workload.NewSource(ctx, cfg, n)
+}
+
+// contextTokens is a level's typical context for the physics ceiling.
+func (r *run) contextTokens(lv *metrics.Level) int {
+	wl := r.p.Workload
+	in := wl.InputTokens
+	if lv.Load.InputTokens > 0 {
+		in = lv.Load.InputTokens
+	}
+	return wl.PrefixTokens + in + wl.OutputTokens/2
+}
+
+// measuredTransport is run.json's account of what the run measured with:
+// the client path for the target, the protocol versions the levels'
+// answers came over, and the connection policy.
+func (r *run) measuredTransport(levels []metrics.Level) *results.Transport {
+	out := &results.Transport{Client: "tokbench", Connections: "warm"}
+	if r.p.Client.Cold {
+		out.Connections = "cold"
+	}
+	if u, err := url.Parse(r.base); err == nil && !r.transport.Runs(u) {
+		out.Client = "net/http"
+	}
+	out.HTTP, out.TLS = metrics.Protocols(levels)
+	return out
+}

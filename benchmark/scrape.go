@@ -1,0 +1,56 @@
+package benchmark
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// serverScrape scrapes the server's /metrics before and after each run of a
+// level (--server-metrics) and adds up the histogram deltas over the
+// level's repeats. The level's warm-up runs first, unrecorded, so the
+// deltas hold the measured requests only.
+type serverScrape struct {
+	client *http.Client
+	base   string
+	header http.Header
+	delta  api.MetricsSnapshot
+	warn   *[]string // the summary's warnings: a failed scrape is said once
+	failed bool
+	none   bool // said that the scrapes held no series tokbench reads
+}
+
+func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error), warmup func(load.Level)) (load.Result, error) {
+	if lv.Warmup > 0 {
+		w := lv
+		w.Load, w.Requests, w.Duration, w.Warmup = metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: max(lv.Load.Concurrency, 1)}, lv.Warmup, 0, 0
+		warmup(w)
+		lv.Warmup = 0
+	}
+	before, err := api.ScrapeMetrics(ctx, s.client, s.base, s.header)
+	res, runErr := run(lv)
+	if err == nil {
+		var after api.MetricsSnapshot
+		if after, err = api.ScrapeMetrics(context.WithoutCancel(ctx), s.client, s.base, s.header); err == nil {
+			s.delta.Add(after.Sub(before))
+		}
+	}
+	if err != nil && !s.failed {
+		s.failed = true
+		*s.warn = append(*s.warn, "--server-metrics: "+err.Error())
+	}
+	return res, runErr
+}
+
+func (s *serverScrape) annotate(lv *metrics.Level) {
+	if sm, ok := s.delta.ServerMetrics(); ok {
+		lv.SetServerMetrics(sm)
+	} else if !s.failed && !s.none {
+		s.none = true
+		*s.warn = append(*s.warn, "--server-metrics: the server's /metrics moved none of the series tokbench reads (vLLM's, SGLang's, TGI's, llama.cpp's): no server-side figures")
+	}
+	s.delta = api.MetricsSnapshot{}
+}

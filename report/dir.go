@@ -1,0 +1,74 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tokbench/tokbench/results"
+)
+
+// WriteHTMLFile renders dir/report.html from the run directory's files,
+// atomically (a temporary file renamed into place).
+func WriteHTMLFile(dir string) error {
+	page, err := ReadRun(dir)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, page); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "report.html")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadRun reads what a report shows from a run directory: summary.json is
+// required (rebuilt from requests.jsonl, and kept, when a killed run left
+// none); run.json and requests.jsonl are used when present.
+func ReadRun(dir string) (Page, error) {
+	var p Page
+	s, err := results.ReadSummary(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		// The run died before its summary (kill -9): rebuild it from the
+		// records, and keep it, so that compare and merge can read the run.
+		if s, err = results.Rebuild(dir); err == nil {
+			if werr := results.WriteSummary(dir, s); werr != nil {
+				p.Warnings = append(p.Warnings, "the rebuilt summary could not be written: "+werr.Error())
+			}
+		}
+	}
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", dir, err)
+	}
+	p.Summary = s
+	if b, err := os.ReadFile(filepath.Join(dir, results.RunFile)); err == nil {
+		var run results.Run
+		if err := json.Unmarshal(b, &run); err != nil {
+			return p, fmt.Errorf("%s: %w", filepath.Join(dir, results.RunFile), err)
+		}
+		p.Run = &run
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return p, err
+	}
+	recs, warns, err := results.ReadRecords(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		p.Warnings = append(p.Warnings, "no "+results.RequestsFile+": histograms need the per-request records")
+	case err != nil:
+		return p, err
+	}
+	p.Records = recs
+	p.Warnings = append(p.Warnings, warns...)
+	return p, nil
+}
