@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -119,7 +118,7 @@ func predict(t *testing.T, p batchPoint) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lv := metrics.Summarize(metrics.Load{Mode: "concurrency", Concurrency: p.load.Users}, records(traces), 0)
+	lv := metrics.Summarize(metrics.Load{Mode: "concurrency", Concurrency: p.load.Users}, Records(0, traces), 0)
 	switch p.metric {
 	case "output_tps":
 		return lv.OutputTPS
@@ -132,24 +131,6 @@ func predict(t *testing.T, p batchPoint) float64 {
 	}
 	t.Fatalf("unknown metric %q", p.metric)
 	return 0
-}
-
-func records(traces []Trace) []metrics.Record {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	recs := make([]metrics.Record, len(traces))
-	for i, tr := range traces {
-		r := metrics.Record{ID: int(tr.ID), OffsetMs: ms(tr.Arrival), OK: true,
-			InputTokens: tr.PromptTokens, OutputTokens: tr.OutputTokens, TokenSource: metrics.SourceUsage,
-			ChunkTokens: tr.ChunkTokens}
-		for _, at := range tr.ChunkAt {
-			r.ChunkMs = append(r.ChunkMs, ms(at-tr.Arrival))
-		}
-		r.TTFTMs = r.ChunkMs[0]
-		r.E2EMs = r.ChunkMs[len(r.ChunkMs)-1]
-		r.DoneMs = r.E2EMs
-		recs[i] = r
-	}
-	return recs
 }
 
 func median(x []float64) float64 {

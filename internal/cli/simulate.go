@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,40 +52,13 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 				Schema: metrics.Schema,
 				Target: metrics.Target{URL: "virtual", API: "sim", Model: f.model, Simulated: true},
 			}
-			// As bench does, a level's users start spread over one
-			// request's duration (measured here on an idle engine), unless
-			// --lockstep starts them together.
-			var spread time.Duration
-			if !lockstep {
-				one, err := sim.RunClosedLoop(cmd.Context(), cfg.Engine, cfg.Cost, sim.ClosedLoop{
-					Users: 1, Requests: 1, PromptTokens: input, MaxTokens: output,
-				})
-				if err != nil {
-					return err
-				}
-				if at := one[0].ChunkAt; len(at) > 0 {
-					spread = at[len(at)-1] - one[0].Arrival
-				}
+			levels, err := sim.Curve(cmd.Context(), cfg.Engine, cfg.Cost, sim.CurveConfig{
+				Users: users, Requests: requests, PromptTokens: input, MaxTokens: output, Lockstep: lockstep,
+			})
+			if err != nil {
+				return err
 			}
-			for i, c := range users {
-				n := requests
-				if n == 0 {
-					n = max(4*c, 16)
-				}
-				traces, err := sim.RunClosedLoop(cmd.Context(), cfg.Engine, cfg.Cost, sim.ClosedLoop{
-					Users: c, Requests: n, PromptTokens: input, MaxTokens: output, StartSpread: spread,
-				})
-				if err != nil {
-					return err
-				}
-				load := metrics.Load{Mode: "concurrency", Concurrency: c}
-				lv := metrics.Summarize(load, traceRecords(i, traces), 0)
-				if c > 1 {
-					lv.Lockstep = lockstep
-					lv.StartSpreadMs = float64(spread) / float64(time.Millisecond)
-				}
-				sum.Levels = append(sum.Levels, lv)
-			}
+			sum.Levels = levels
 			if format == "json" {
 				return writeSimJSON(env, sum, &f, input, output)
 			}
@@ -103,36 +75,6 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 	fl.StringVar(&format, "format", "table", "stdout format: table, json")
 	fl.BoolVar(&lockstep, "lockstep", false, "start each level's users at the same instant (the default spreads them over one request's duration, as bench does)")
 	return cmd
-}
-
-// traceRecords turns engine traces into the records a real run produces:
-// times are milliseconds from each request's arrival (its t0), and token
-// counts are exact, as a server's usage report would give them.
-func traceRecords(level int, traces []sim.Trace) []metrics.Record {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	recs := make([]metrics.Record, len(traces))
-	for i, t := range traces {
-		r := metrics.Record{
-			ID: int(t.ID), Level: level, OffsetMs: ms(t.Arrival),
-			OK: len(t.ChunkAt) > 0, FinishReason: t.Finish.String(),
-			InputTokens: t.PromptTokens, InputTokensRequested: t.PromptTokens,
-			OutputTokens: t.OutputTokens, TokenSource: metrics.SourceUsage,
-			ChunkMs: make([]float64, len(t.ChunkAt)), ChunkTokens: t.ChunkTokens,
-		}
-		for j, at := range t.ChunkAt {
-			r.ChunkMs[j] = ms(at - t.Arrival)
-		}
-		if r.OK {
-			r.TTFTMs = r.ChunkMs[0]
-			r.TTFVTMs = r.TTFTMs
-			r.E2EMs = r.ChunkMs[len(r.ChunkMs)-1]
-			r.DoneMs = r.E2EMs
-		} else {
-			r.ErrorClass = "not_run"
-		}
-		recs[i] = r
-	}
-	return recs
 }
 
 // writeSimJSON writes the summary with the simulated deployment in target.
