@@ -93,9 +93,11 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 	var err error
 	switch {
 	case f.gguf != "":
-		if m, w, notes, err = ggufModel(f.gguf, notes); err != nil {
+		var note string
+		if m, w, note, err = physics.FromGGUF(f.gguf); err != nil {
 			return physics.Deployment{}, "", nil, usagef("--gguf: %v", err)
 		}
+		notes = append(notes, note)
 	case f.paramsB > 0:
 		if _, err := cat.LookupModel(f.model); f.model != "" && err == nil {
 			return physics.Deployment{}, "", nil, usagef("--params: %q is a catalog model; give --model or --params, not both", f.model)

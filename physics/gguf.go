@@ -1,4 +1,4 @@
-package cli
+package physics
 
 import (
 	"fmt"
@@ -7,23 +7,23 @@ import (
 	"strings"
 
 	"github.com/tokbench/tokbench/gguf"
-	"github.com/tokbench/tokbench/physics"
 )
 
-// ggufModel turns a GGUF header into the physics model and a precision
-// whose bytes per weight make the bytes read per token exactly what the
-// tensor types and shapes say (physics reads ReadParams × bytes per weight).
-func ggufModel(path string, notes []string) (physics.Model, physics.Precision, []string, error) {
+// FromGGUF reads a GGUF file's header into a model and a precision whose
+// bytes per weight make the bytes read per token exactly what the tensor
+// types and shapes say (the ceiling reads ReadParams × bytes per weight),
+// and a note saying what it found.
+func FromGGUF(path string) (Model, Precision, string, error) {
 	g, err := gguf.Open(path)
 	if err != nil {
-		return physics.Model{}, physics.Precision{}, nil, err
+		return Model{}, Precision{}, "", err
 	}
 	w, err := g.Weights()
 	if err != nil {
-		return physics.Model{}, physics.Precision{}, nil, err
+		return Model{}, Precision{}, "", err
 	}
 	arch := g.Architecture()
-	m := physics.Model{
+	m := Model{
 		Name:       strings.TrimSuffix(filepath.Base(path), ".gguf"),
 		Layers:     g.Arch("block_count"),
 		Hidden:     g.Arch("embedding_length"),
@@ -35,7 +35,7 @@ func ggufModel(path string, notes []string) (physics.Model, physics.Precision, [
 		Source:     fmt.Sprintf("GGUF v%d header of %s (%s)", g.Version, filepath.Base(path), arch),
 	}
 	if m.Layers == 0 || m.Hidden == 0 || w.ParamsPerToken == 0 {
-		return physics.Model{}, physics.Precision{}, nil, fmt.Errorf("%s: no %s.block_count/embedding_length or no weights", path, arch)
+		return Model{}, Precision{}, "", fmt.Errorf("%s: no %s.block_count/embedding_length or no weights", path, arch)
 	}
 	if m.KVHeads == 0 {
 		m.KVHeads = m.Heads
@@ -52,12 +52,12 @@ func ggufModel(path string, notes []string) (physics.Model, physics.Precision, [
 		types = append(types, fmt.Sprintf("%s×%d", t, n))
 	}
 	sort.Strings(types)
-	p := physics.Precision{
+	p := Precision{
 		Name:          "gguf",
 		BitsPerWeight: 8 * w.BytesPerToken / w.ParamsPerToken,
 		Source:        "GGUF tensor types: " + strings.Join(types, " "),
 	}
-	notes = append(notes, fmt.Sprintf("--gguf: %s, %d layers; %.4g GB in the file; a token reads %.6g bytes of weights (%.3g bits per weight over %.4g B parameters, token embedding %s)",
-		arch, m.Layers, float64(w.TotalBytes)/1e9, w.BytesPerToken, p.BitsPerWeight, w.ParamsPerToken/1e9, map[bool]string{true: "tied to the output head, read", false: "table not read"}[w.Tied]))
-	return m, p, notes, nil
+	note := fmt.Sprintf("--gguf: %s, %d layers; %.4g GB in the file; a token reads %.6g bytes of weights (%.3g bits per weight over %.4g B parameters, token embedding %s)",
+		arch, m.Layers, float64(w.TotalBytes)/1e9, w.BytesPerToken, p.BitsPerWeight, w.ParamsPerToken/1e9, map[bool]string{true: "tied to the output head, read", false: "table not read"}[w.Tied])
+	return m, p, note, nil
 }
