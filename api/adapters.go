@@ -67,11 +67,11 @@ func KeyHeader(a Adapter, key string) (name, value string) {
 	return "Authorization", "Bearer " + key
 }
 
-// nativeURL resolves the user's base URL to a native endpoint path such as
+// NativeURL resolves the user's base URL to a native endpoint path such as
 // "/api/chat". Native APIs take the bare host; a base ending in "/v1" (as
 // OpenAI-style bases do) loses it, other path prefixes (a proxy's) are kept,
 // and a base that already ends in the endpoint is used as given.
-func nativeURL(base, endpoint string) (string, error) {
+func NativeURL(base, endpoint string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "", fmt.Errorf("invalid URL %q: want http(s)://host[:port]", RedactURL(base))

@@ -28,7 +28,7 @@ func (Anthropic) KeyHeader(key string) (string, string) { return "x-api-key", ke
 // NewHTTPRequest implements Adapter. System messages go to the top-level
 // "system" field; max_tokens, which the API requires, defaults to 4096.
 func (Anthropic) NewHTTPRequest(ctx context.Context, base string, req *Request) (*http.Request, error) {
-	endpoint, err := nativeURL(base, "/v1/messages")
+	endpoint, err := NativeURL(base, "/v1/messages")
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (Anthropic) Decode(body io.Reader, resp *Response) {
 		case "message_stop":
 			return true
 		case "error":
-			resp.fail("stream_error", "server error in stream: %s", errorMessage(ev.Data))
+			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
 		}
 		return false
 	})

@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/wire"
 )
 
@@ -102,7 +101,9 @@ type Response struct {
 	Finish       string
 	// SawDone is true when the stream ended with the protocol's end marker.
 	SawDone bool
-	Server  *metrics.ServerTiming
+	// Server is the server's own account of the request's timing, where
+	// its stream carries one (llama.cpp's timings, Ollama's durations).
+	Server *ServerTiming
 
 	// ErrorClass is empty on success; otherwise a stable class such as
 	// "http_429", "connection_refused", "stream_error", "malformed_stream".
@@ -193,6 +194,20 @@ func (p *Prepared) request(ctx context.Context) (*http.Request, error) {
 	return hreq, nil
 }
 
+// ServerTiming is a server's own timing of one request: prompt and decode
+// milliseconds and rates, model load time, the token counts they cover,
+// and the prompt tokens it took from its cache. EvaluatedOnly says
+// PromptTokens counts only the prompt tokens the server evaluated (the rest
+// came from its cache).
+type ServerTiming struct {
+	PromptMs, PredictedMs         float64
+	DecodeTPS, PrefillTPS         float64
+	LoadMs                        float64
+	PromptTokens, PredictedTokens int
+	CachedTokens                  *int
+	EvaluatedOnly                 bool
+}
+
 // Do runs one request and returns its outcome. It never returns a Go error:
 // failures are classified in the Response.
 func (cl *Client) Do(ctx context.Context, req *Request) *Response {
@@ -246,7 +261,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 			resp.fail("stall_timeout", "no answer for %s (--stall-timeout)", cl.StallTimeout)
 			return resp
 		}
-		cls := classifyTransport(ctx, err)
+		cls := ClassifyTransport(ctx, err)
 		resp.fail(cls, "%s", cl.scrub(err.Error()))
 		return resp
 	}
@@ -286,7 +301,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		// wrong base URL or --api); the query string, which may hold a
 		// key, stays out.
 		resp.fail("http_"+strconv.Itoa(hresp.StatusCode), "HTTP %d from %s %s: %s", hresp.StatusCode,
-			prep.http.Method, prep.http.URL.Path, cl.scrub(errorMessage(body)))
+			prep.http.Method, prep.http.URL.Path, cl.scrub(ErrorMessage(body)))
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
@@ -420,8 +435,11 @@ func URLSecrets(raw string) []string {
 	return out
 }
 
-// classifyTransport names a failure before any response arrived.
-func classifyTransport(ctx context.Context, err error) string {
+// ClassifyTransport names the failure class of a request that got no
+// HTTP answer: "timeout", "connection_refused", "dns", "tls",
+// "connection_reset", "head_too_large", "too_many_interim", or
+// "connection"; the context's own ending ("interrupted", "timeout") wins.
+func ClassifyTransport(ctx context.Context, err error) string {
 	if c := ctxClass(ctx); c != "" {
 		return c
 	}

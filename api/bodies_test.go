@@ -36,11 +36,11 @@ func TestNativeURL(t *testing.T) {
 		{"http://h/completion", "/completion", "http://h/completion"},
 	}
 	for _, c := range cases {
-		if got, err := nativeURL(c.base, c.ep); err != nil || got != c.want {
-			t.Errorf("nativeURL(%q, %q) = %q, %v; want %q", c.base, c.ep, got, err, c.want)
+		if got, err := NativeURL(c.base, c.ep); err != nil || got != c.want {
+			t.Errorf("NativeURL(%q, %q) = %q, %v; want %q", c.base, c.ep, got, err, c.want)
 		}
 	}
-	if _, err := nativeURL("localhost:11434", "/api/chat"); err == nil {
+	if _, err := NativeURL("localhost:11434", "/api/chat"); err == nil {
 		t.Error("nativeURL accepted a URL without scheme")
 	}
 }

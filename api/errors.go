@@ -10,10 +10,10 @@ import (
 	"unicode/utf8"
 )
 
-// errorMessage extracts the human message from an error body: OpenAI's
+// ErrorMessage extracts the human message from an error body: OpenAI's
 // {"error": {"message": …}}, {"error": "…"}, {"message": …}, {"detail": …},
 // or the text itself, shortened.
-func errorMessage(body []byte) string {
+func ErrorMessage(body []byte) string {
 	var v struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/sse"
 )
 
@@ -21,7 +20,7 @@ func (LlamaCpp) Name() string { return "llamacpp" }
 
 // NewHTTPRequest implements Adapter. The output budget is n_predict.
 func (LlamaCpp) NewHTTPRequest(ctx context.Context, base string, req *Request) (*http.Request, error) {
-	endpoint, err := nativeURL(base, "/completion")
+	endpoint, err := NativeURL(base, "/completion")
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +59,7 @@ func (LlamaCpp) Decode(body io.Reader, resp *Response) {
 			return false
 		}
 		if e.Error != nil || ev.Name == "error" {
-			resp.fail("stream_error", "server error in stream: %s", errorMessage(ev.Data))
+			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
 			return false
 		}
 		addChunk(resp, ev.At, e.Content, "")
@@ -79,7 +78,7 @@ func (LlamaCpp) Decode(body io.Reader, resp *Response) {
 			resp.Usage = &Usage{PromptTokens: e.TokensEvaluated, CompletionTokens: e.TokensPredicted}
 		}
 		if t := e.Timings; t != nil {
-			resp.Server = &metrics.ServerTiming{
+			resp.Server = &ServerTiming{
 				PromptMs: t.PromptMs, PredictedMs: t.PredictedMs,
 				DecodeTPS: t.PredictedPerSecond, PrefillTPS: t.PromptPerSecond,
 				PromptTokens: t.PromptN, PredictedTokens: t.PredictedN, EvaluatedOnly: t.PromptN > 0,

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/sse"
 )
 
@@ -13,7 +12,7 @@ import (
 // /api/generate, streamed as newline-delimited JSON. The final object
 // (done true) carries token counts and the server's own timing in
 // nanoseconds (load_duration, prompt_eval_duration, eval_duration), which
-// Decode records as metrics.ServerTiming. The base URL is the bare host.
+// Decode records as ServerTiming. The base URL is the bare host.
 type Ollama struct {
 	Chat bool
 }
@@ -33,7 +32,7 @@ func (o Ollama) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 	if o.Chat {
 		path = "/api/chat"
 	}
-	endpoint, err := nativeURL(base, path)
+	endpoint, err := NativeURL(base, path)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func (Ollama) Decode(body io.Reader, resp *Response) {
 		if o.EvalCount > 0 || o.PromptEvalCount > 0 {
 			resp.Usage = &Usage{PromptTokens: o.PromptEvalCount, CompletionTokens: o.EvalCount}
 		}
-		st := &metrics.ServerTiming{
+		st := &ServerTiming{
 			LoadMs: nsToMs(o.LoadDuration), PromptMs: nsToMs(o.PromptEvalDuration), PredictedMs: nsToMs(o.EvalDuration),
 			PromptTokens: o.PromptEvalCount, PredictedTokens: o.EvalCount,
 		}

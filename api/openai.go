@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/sse"
 )
 
@@ -172,7 +171,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			return
 		}
 		if ev.Name == "error" {
-			resp.fail("stream_error", "server error in stream: %s", errorMessage(data))
+			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(data))
 			return
 		}
 		if len(data) == 0 {
@@ -186,7 +185,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			}
 		}
 		if c.errored {
-			resp.fail("stream_error", "server error in stream: %s", errorMessage(data))
+			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(data))
 			return
 		}
 		if resp.ID == "" && len(c.id) > 0 {
@@ -224,7 +223,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			tail(body, doneGrace)
 		}
 		if c.hasTimings {
-			resp.Server = &metrics.ServerTiming{
+			resp.Server = &ServerTiming{
 				PromptMs: c.promptMs, PredictedMs: c.predictedMs,
 				DecodeTPS: c.predictedPerSecond, PrefillTPS: c.promptPerSecond,
 				PromptTokens: c.promptN, PredictedTokens: c.predictedN, EvaluatedOnly: c.promptN > 0,

@@ -98,7 +98,7 @@ func (Responses) Decode(body io.Reader, resp *Response) {
 		case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 			addChunk(resp, ev.At, "", e.Delta)
 		case "error":
-			resp.fail("stream_error", "server error in stream: %s", errorMessage(ev.Data))
+			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
 		case "response.failed":
 			msg := "response failed"
 			if e.Response != nil && e.Response.Error != nil {

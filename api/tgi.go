@@ -25,7 +25,7 @@ func (TGI) Name() string { return "tgi" }
 // NewHTTPRequest implements Adapter. The output budget is
 // parameters.max_new_tokens.
 func (TGI) NewHTTPRequest(ctx context.Context, base string, req *Request) (*http.Request, error) {
-	endpoint, err := nativeURL(base, "/generate_stream")
+	endpoint, err := NativeURL(base, "/generate_stream")
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (TGI) Decode(body io.Reader, resp *Response) {
 			return false
 		}
 		if e.Error != "" || ev.Name == "error" {
-			resp.fail("stream_error", "server error in stream: %s", errorMessage(ev.Data))
+			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
 			return false
 		}
 		if e.Token != nil {

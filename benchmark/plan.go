@@ -16,9 +16,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/probe"
 	"github.com/tokbench/tokbench/tokenize"
 	"github.com/tokbench/tokbench/workload"
 )
@@ -158,36 +158,36 @@ func IsInputError(err error) bool {
 // Config is run.json's configuration: the benchmark as given, secrets
 // removed (sensitive header values read "[REDACTED]").
 type Config struct {
-	URL             string         `json:"url"`
-	API             string         `json:"api"`
-	Model           string         `json:"model"`
-	Concurrency     []int          `json:"concurrency"`
-	Rate            []float64      `json:"rate"`
-	Arrival         string         `json:"arrival"`
-	Burstiness      float64        `json:"burstiness"`
-	MaxConcurrency  int            `json:"max_concurrency"`
-	Requests        int            `json:"requests"`
-	Duration        string         `json:"duration"`
-	Warmup          int            `json:"warmup"`
-	InputTokens     int            `json:"input_tokens"`
-	OutputTokens    int            `json:"output_tokens"`
-	Tokenizer       string         `json:"tokenizer"`
-	IgnoreEOS       bool           `json:"ignore_eos"`
-	IgnoreEOSSent   bool           `json:"ignore_eos_sent"`
-	ContinuousUsage bool           `json:"continuous_usage"`
-	Headers         []string       `json:"headers"`
-	APIKeyEnv       string         `json:"api_key_env"`
-	Timeout         string         `json:"timeout"`
-	StallTimeout    string         `json:"stall_timeout"`
-	Seed            uint64         `json:"seed"`
-	PromptSeed      uint64         `json:"prompt_seed"`
-	Load            LoadConfig     `json:"load"`
-	HTTP2           bool           `json:"http2"`
-	Connections     string         `json:"connections"`
-	Redirects       string         `json:"redirects"`
-	Shard           string         `json:"shard"`
-	Prompts         PromptConfig   `json:"prompts"`
-	Detected        *api.Detection `json:"detected,omitempty"`
+	URL             string           `json:"url"`
+	API             string           `json:"api"`
+	Model           string           `json:"model"`
+	Concurrency     []int            `json:"concurrency"`
+	Rate            []float64        `json:"rate"`
+	Arrival         string           `json:"arrival"`
+	Burstiness      float64          `json:"burstiness"`
+	MaxConcurrency  int              `json:"max_concurrency"`
+	Requests        int              `json:"requests"`
+	Duration        string           `json:"duration"`
+	Warmup          int              `json:"warmup"`
+	InputTokens     int              `json:"input_tokens"`
+	OutputTokens    int              `json:"output_tokens"`
+	Tokenizer       string           `json:"tokenizer"`
+	IgnoreEOS       bool             `json:"ignore_eos"`
+	IgnoreEOSSent   bool             `json:"ignore_eos_sent"`
+	ContinuousUsage bool             `json:"continuous_usage"`
+	Headers         []string         `json:"headers"`
+	APIKeyEnv       string           `json:"api_key_env"`
+	Timeout         string           `json:"timeout"`
+	StallTimeout    string           `json:"stall_timeout"`
+	Seed            uint64           `json:"seed"`
+	PromptSeed      uint64           `json:"prompt_seed"`
+	Load            LoadConfig       `json:"load"`
+	HTTP2           bool             `json:"http2"`
+	Connections     string           `json:"connections"`
+	Redirects       string           `json:"redirects"`
+	Shard           string           `json:"shard"`
+	Prompts         PromptConfig     `json:"prompts"`
+	Detected        *probe.Detection `json:"detected,omitempty"`
 }
 
 // LoadConfig is the load-shaping part of Config.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/probe"
 	"github.com/tokbench/tokbench/sim"
 )
 
@@ -48,12 +49,12 @@ func (r *run) detect(ctx context.Context) error {
 	default:
 		return nil
 	}
-	d, err := api.Detect(ctx, r.http, r.base, r.header, r.model)
+	d, err := probe.Detect(ctx, r.http, r.base, r.header, r.model)
 	if err != nil {
 		if !auto {
 			return nil
 		}
-		if _, ok := errors.AsType[*api.UnreachableError](err); ok {
+		if _, ok := errors.AsType[*probe.UnreachableError](err); ok {
 			return modelListError(err, r.secrets)
 		}
 		return inputErrorf("--api auto: %s", api.Scrub(err.Error(), r.secrets))

@@ -13,6 +13,7 @@ import (
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/probe"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/sim"
@@ -70,7 +71,7 @@ type run struct {
 	key      string // the API key, and the header it went in
 	keyHdr   string
 	secrets  []string
-	detected *api.Detection
+	detected *probe.Detection
 	// maxModelLen is vLLM's max_model_len from the model list.
 	maxModelLen   int
 	physics       *Physics
@@ -169,7 +170,7 @@ func (r *run) setUp(ctx context.Context) error {
 		engine = sim.EngineName
 	}
 	if r.model == "" {
-		models, err := api.ListModels(ctx, r.http, r.base, r.header)
+		models, err := probe.ListModels(ctx, r.http, r.base, r.header)
 		if err != nil {
 			return modelListError(err, r.secrets)
 		}
@@ -204,7 +205,7 @@ func (r *run) setUp(ctx context.Context) error {
 // resolve), not --model's; an answer that lists no model asks for --model.
 func modelListError(err error, secrets []string) error {
 	msg := api.Scrub(err.Error(), secrets)
-	if ue, ok := errors.AsType[*api.UnreachableError](err); ok {
+	if ue, ok := errors.AsType[*probe.UnreachableError](err); ok {
 		if ue.Class == "dns" {
 			return inputErrorf("--url: %s", msg)
 		}
@@ -249,7 +250,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 	summary := metrics.Summary{Schema: metrics.Schema, Target: r.target, Warnings: r.notes}
 	var scrape *serverScrape
 	if r.serverMetrics {
-		scrape = &serverScrape{client: r.http, base: r.base, header: r.header, warn: &summary.Warnings, delta: api.MetricsSnapshot{}}
+		scrape = &serverScrape{client: r.http, base: r.base, header: r.header, warn: &summary.Warnings, delta: probe.MetricsSnapshot{}}
 	}
 	runOnce := func(ctx context.Context, i int, lv load.Level) (load.Result, error) {
 		src, err := r.source(ctx, i, lv)

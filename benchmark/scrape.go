@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/probe"
 )
 
 // serverScrape scrapes the server's /metrics before and after each run of a
@@ -17,7 +17,7 @@ type serverScrape struct {
 	client *http.Client
 	base   string
 	header http.Header
-	delta  api.MetricsSnapshot
+	delta  probe.MetricsSnapshot
 	warn   *[]string // the summary's warnings: a failed scrape is said once
 	failed bool
 	none   bool // said that the scrapes held no series tokbench reads
@@ -30,11 +30,11 @@ func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.
 		warmup(w)
 		lv.Warmup = 0
 	}
-	before, err := api.ScrapeMetrics(ctx, s.client, s.base, s.header)
+	before, err := probe.ScrapeMetrics(ctx, s.client, s.base, s.header)
 	res, runErr := run(lv)
 	if err == nil {
-		var after api.MetricsSnapshot
-		if after, err = api.ScrapeMetrics(context.WithoutCancel(ctx), s.client, s.base, s.header); err == nil {
+		var after probe.MetricsSnapshot
+		if after, err = probe.ScrapeMetrics(context.WithoutCancel(ctx), s.client, s.base, s.header); err == nil {
 			s.delta.Add(after.Sub(before))
 		}
 	}
@@ -52,5 +52,5 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 		s.none = true
 		*s.warn = append(*s.warn, "--server-metrics: the server's /metrics moved none of the series tokbench reads (vLLM's, SGLang's, TGI's, llama.cpp's): no server-side figures")
 	}
-	s.delta = api.MetricsSnapshot{}
+	s.delta = probe.MetricsSnapshot{}
 }

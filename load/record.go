@@ -40,7 +40,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		FinishReason:          resp.Finish,
 		InputTokensRequested:  info.InputTokensRequested,
 		OutputTokensRequested: info.OutputTokensRequested,
-		Server:                resp.Server,
+		Server:                serverTiming(resp.Server),
 		Phases:                phases(resp),
 	}
 	if resp.Failed() {
@@ -223,4 +223,16 @@ func chunkCount(tok tokenize.Tokenizer, s string, usage bool) int {
 		return (len(s) + 3) / 4
 	}
 	return tok.Count(s)
+}
+
+// serverTiming is the record's copy of the server's own timing.
+func serverTiming(t *api.ServerTiming) *metrics.ServerTiming {
+	if t == nil {
+		return nil
+	}
+	return &metrics.ServerTiming{
+		PromptMs: t.PromptMs, PredictedMs: t.PredictedMs, DecodeTPS: t.DecodeTPS, PrefillTPS: t.PrefillTPS,
+		LoadMs: t.LoadMs, PromptTokens: t.PromptTokens, PredictedTokens: t.PredictedTokens,
+		CachedTokens: t.CachedTokens, EvaluatedOnly: t.EvaluatedOnly,
+	}
 }

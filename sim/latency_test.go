@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/probe"
 )
 
 // With fixed 2 ms steps, requests to an idle server get their first token
@@ -17,7 +17,7 @@ import (
 func TestLatencyHistograms(t *testing.T) {
 	_, hs := testServer(t, nil)
 	ctx := context.Background()
-	before, err := api.ScrapeMetrics(ctx, hs.Client(), hs.URL+"/v1", nil)
+	before, err := probe.ScrapeMetrics(ctx, hs.Client(), hs.URL+"/v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestLatencyHistograms(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	after, err := api.ScrapeMetrics(ctx, hs.Client(), hs.URL+"/v1", nil)
+	after, err := probe.ScrapeMetrics(ctx, hs.Client(), hs.URL+"/v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // EngineName is the name the simulator gives itself where a server names its
 // engine: owned_by in /v1/models, build_info in /props, version in /info.
-// Probing (api.Detect) reads it to know that the server speaking llama.cpp
+// Probing (probe.Detect) reads it to know that the server speaking llama.cpp
 // and TGI is the simulator, which speaks OpenAI first.
 const EngineName = "tokbench-sim"
 

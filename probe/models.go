@@ -1,4 +1,4 @@
-package api
+package probe
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tokbench/tokbench/api"
 )
 
 // Model is one entry of an OpenAI-style model list.
@@ -42,7 +44,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // that does not answer is an *UnreachableError; an answer other than 200
 // says its status and the start of its message.
 func ListModels(ctx context.Context, c *http.Client, base string, header http.Header) ([]Model, error) {
-	endpoint, err := (OpenAI{Chat: true}).Endpoint(base)
+	endpoint, err := (api.OpenAI{Chat: true}).Endpoint(base)
 	if err != nil {
 		return nil, err
 	}
@@ -65,12 +67,12 @@ func ListModels(ctx context.Context, c *http.Client, base string, header http.He
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is said once, redacted
 		}
-		return nil, &UnreachableError{URL: RedactURL(base), Class: classifyTransport(ctx, err), Err: err}
+		return nil, &UnreachableError{URL: api.RedactURL(base), Class: api.ClassifyTransport(ctx, err), Err: err}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d: %s", RedactURL(endpoint), resp.StatusCode, errorMessage(body))
+		return nil, fmt.Errorf("GET %s: HTTP %d: %s", api.RedactURL(endpoint), resp.StatusCode, api.ErrorMessage(body))
 	}
 	var list struct {
 		Data []struct {
@@ -80,7 +82,7 @@ func ListModels(ctx context.Context, c *http.Client, base string, header http.He
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-		return nil, fmt.Errorf("GET %s: no model listed", RedactURL(endpoint))
+		return nil, fmt.Errorf("GET %s: no model listed", api.RedactURL(endpoint))
 	}
 	out := make([]Model, len(list.Data))
 	for i, m := range list.Data {

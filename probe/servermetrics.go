@@ -1,4 +1,4 @@
-package api
+package probe
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
 )
 
@@ -126,7 +127,7 @@ func wanted(name string) bool {
 
 // MetricsURL is the server's /metrics beside the API root: base loses a
 // trailing /v1 as vLLM serves /metrics at the host's root.
-func MetricsURL(base string) (string, error) { return nativeURL(base, "/metrics") }
+func MetricsURL(base string) (string, error) { return api.NativeURL(base, "/metrics") }
 
 // ScrapeMetrics GETs base's /metrics (header goes with it) and returns the
 // latency histograms it holds; a server without them answers an empty
@@ -147,15 +148,15 @@ func ScrapeMetrics(ctx context.Context, c *http.Client, base string, header http
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %s", RedactURL(endpoint), classifyTransport(ctx, err))
+		return nil, fmt.Errorf("GET %s: %s", api.RedactURL(endpoint), api.ClassifyTransport(ctx, err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d", RedactURL(endpoint), resp.StatusCode)
+		return nil, fmt.Errorf("GET %s: HTTP %d", api.RedactURL(endpoint), resp.StatusCode)
 	}
 	snap, err := ParseMetrics(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", RedactURL(endpoint), err)
+		return nil, fmt.Errorf("GET %s: %w", api.RedactURL(endpoint), err)
 	}
 	return snap, nil
 }

@@ -1,4 +1,9 @@
-package api
+// Package probe asks a server what it is and what it measured: which
+// protocol it speaks, its engine, version, models and their facts
+// (Detect, ListModels), and its own latency histograms from /metrics
+// (ScrapeMetrics, ParseMetrics for vLLM, SGLang, TGI and llama.cpp). It
+// sits above package api, whose requests carry the measurement.
+package probe
 
 import (
 	"bytes"
@@ -13,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tokbench/tokbench/api"
 )
 
 // Detection is what probing a server found: the protocol to speak (an
@@ -53,7 +60,7 @@ var ErrNotDetected = errors.New("no known API answered")
 func Detect(ctx context.Context, c *http.Client, base string, header http.Header, model string) (Detection, error) {
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return Detection{}, fmt.Errorf("invalid URL %q: want http(s)://host[:port][/v1]", RedactURL(base))
+		return Detection{}, fmt.Errorf("invalid URL %q: want http(s)://host[:port][/v1]", api.RedactURL(base))
 	}
 	// The query (Azure's ?api-version=) goes after every probe's path.
 	query := u.RawQuery
@@ -129,9 +136,9 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 
 	p.get(ctx, "/health", nil)
 	if !p.answered {
-		return Detection{Tried: p.tried}, &UnreachableError{URL: RedactURL(base), Class: p.class, Err: p.lastErr}
+		return Detection{Tried: p.tried}, &UnreachableError{URL: api.RedactURL(base), Class: p.class, Err: p.lastErr}
 	}
-	return Detection{Tried: p.tried}, fmt.Errorf("%w at %s (tried %s)", ErrNotDetected, RedactURL(p.root), strings.Join(p.tried, "; "))
+	return Detection{Tried: p.tried}, fmt.Errorf("%w at %s (tried %s)", ErrNotDetected, api.RedactURL(p.root), strings.Join(p.tried, "; "))
 }
 
 type prober struct {
@@ -187,7 +194,7 @@ func (p *prober) do(ctx context.Context, method, path string, body any, v any) b
 	}
 	resp, err := p.c.Do(req)
 	if err != nil {
-		p.class = classifyTransport(ctx, err)
+		p.class = api.ClassifyTransport(ctx, err)
 		p.lastErr = err
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			p.lastErr = ue.Err
