@@ -197,7 +197,7 @@ func TestAdapterErrors(t *testing.T) {
 		resp := (&api.Client{HTTP: srv.Client(), Adapter: a, BaseURL: srv.URL}).Do(context.Background(),
 			&api.Request{Model: "m", Messages: []api.Message{{Role: "user", Content: "x"}}})
 		srv.Close()
-		if resp.ErrorClass != c.class || !strings.Contains(resp.Error, c.msg) {
+		if string(resp.ErrorClass) != c.class || !strings.Contains(resp.Error, c.msg) {
 			t.Errorf("%s %q: class %q (%s), want %q containing %q", c.api, c.body, resp.ErrorClass, resp.Error, c.class, c.msg)
 		}
 	}

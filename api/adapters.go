@@ -149,7 +149,7 @@ func decodeLines(body io.Reader, resp *Response, handle func(l sse.Line) bool) {
 
 func endOfStream(err error, resp *Response) {
 	if errors.Is(err, io.EOF) {
-		resp.fail("incomplete_stream", "the stream ended before its end marker")
+		resp.fail(ClassIncompleteStream, "the stream ended before its end marker")
 		return
 	}
 	resp.fail(classifyRead(err), "%v", err)
@@ -158,7 +158,7 @@ func endOfStream(err error, resp *Response) {
 // decodeJSON unmarshals one event, recording a malformed stream.
 func decodeJSON(data []byte, v any, resp *Response) bool {
 	if err := json.Unmarshal(data, v); err != nil {
-		resp.fail("malformed_stream", "event is not valid JSON: %v", err)
+		resp.fail(ClassMalformedStream, "event is not valid JSON: %v", err)
 		return false
 	}
 	return true

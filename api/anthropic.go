@@ -127,7 +127,7 @@ func (Anthropic) Decode(body io.Reader, resp *Response) {
 		case "message_stop":
 			return true
 		case "error":
-			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
+			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(ev.Data))
 		}
 		return false
 	})

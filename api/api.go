@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -105,9 +104,8 @@ type Response struct {
 	// its stream carries one (llama.cpp's timings, Ollama's durations).
 	Server *ServerTiming
 
-	// ErrorClass is empty on success; otherwise a stable class such as
-	// "http_429", "connection_refused", "stream_error", "malformed_stream".
-	ErrorClass string
+	// ErrorClass is empty on success; otherwise why the request failed.
+	ErrorClass Class
 	Error      string
 	RetryAfter string
 }
@@ -115,7 +113,7 @@ type Response struct {
 // Failed reports whether the request did not complete.
 func (r *Response) Failed() bool { return r.ErrorClass != "" }
 
-func (r *Response) fail(class, format string, args ...any) {
+func (r *Response) fail(class Class, format string, args ...any) {
 	if r.ErrorClass != "" {
 		return // the first failure is the cause
 	}
@@ -238,7 +236,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	if err != nil {
 		resp.Start = time.Now()
 		resp.Done = resp.Start
-		resp.fail("bad_request", "%s", cl.scrub(err.Error()))
+		resp.fail(ClassBadRequest, "%s", cl.scrub(err.Error()))
 		return resp
 	}
 	handed := time.Now()
@@ -258,7 +256,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		resp.Phases = p
 		resp.Done = time.Now()
 		if headStalled.Load() && ctx.Err() == nil {
-			resp.fail("stall_timeout", "no answer for %s (--stall-timeout)", cl.StallTimeout)
+			resp.fail(ClassStallTimeout, "no answer for %s (--stall-timeout)", cl.StallTimeout)
 			return resp
 		}
 		cls := ClassifyTransport(ctx, err)
@@ -289,7 +287,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		if why == "" {
 			why = "not followed"
 		}
-		resp.fail("redirect", "HTTP %d: redirected to %s, %s (use the URL it points at)", hresp.StatusCode,
+		resp.fail(ClassRedirect, "HTTP %d: redirected to %s, %s (use the URL it points at)", hresp.StatusCode,
 			cl.scrub(RedactURL(hresp.Header.Get("Location"))), why)
 		return resp
 	}
@@ -300,7 +298,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		// The path says which endpoint refused (a 404 is most often a
 		// wrong base URL or --api); the query string, which may hold a
 		// key, stays out.
-		resp.fail("http_"+strconv.Itoa(hresp.StatusCode), "HTTP %d from %s %s: %s", hresp.StatusCode,
+		resp.fail(HTTPClass(hresp.StatusCode), "HTTP %d from %s %s: %s", hresp.StatusCode,
 			prep.http.Method, prep.http.URL.Path, cl.scrub(ErrorMessage(body)))
 		return resp
 	}
@@ -320,7 +318,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		// tokbench asks for no encoding; a proxy that compresses a stream
 		// anyway hands over bytes no decoder can read as events.
 		resp.Done = time.Now()
-		resp.fail("encoded_stream", "the answer is %s-encoded (Content-Encoding), not a plain stream: a proxy compressing it?", enc)
+		resp.fail(ClassEncodedStream, "the answer is %s-encoded (Content-Encoding), not a plain stream: a proxy compressing it?", enc)
 		return resp
 	}
 	cl.Adapter.Decode(sr, resp)
@@ -333,7 +331,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 			resp.fail(c, "%s while streaming", ctx.Err())
 		} else if sr.stalled() || headStalled.Load() {
 			resp.ErrorClass = ""
-			resp.fail("stall_timeout", "no data for %s", cl.StallTimeout)
+			resp.fail(ClassStallTimeout, "no data for %s", cl.StallTimeout)
 		} else if len(resp.Chunks) == 0 {
 			resp.Error += notAStream(hresp.Header.Get("Content-Type"))
 		}
@@ -341,7 +339,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		return resp
 	}
 	if len(resp.Chunks) == 0 {
-		resp.fail("empty_response", "the stream carried no output tokens%s", notAStream(hresp.Header.Get("Content-Type")))
+		resp.fail(ClassEmptyResponse, "the stream carried no output tokens%s", notAStream(hresp.Header.Get("Content-Type")))
 	}
 	cachedFromTimings(resp)
 	return resp
@@ -439,7 +437,7 @@ func URLSecrets(raw string) []string {
 // HTTP answer: "timeout", "connection_refused", "dns", "tls",
 // "connection_reset", "head_too_large", "too_many_interim", or
 // "connection"; the context's own ending ("interrupted", "timeout") wins.
-func ClassifyTransport(ctx context.Context, err error) string {
+func ClassifyTransport(ctx context.Context, err error) Class {
 	if c := ctxClass(ctx); c != "" {
 		return c
 	}
@@ -447,21 +445,21 @@ func ClassifyTransport(ctx context.Context, err error) string {
 	var te interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, wire.ErrHeadTooLarge):
-		return "head_too_large"
+		return ClassHeadTooLarge
 	case errors.Is(err, wire.ErrTooManyInterim):
-		return "too_many_interim"
+		return ClassTooManyInterim
 	case errors.As(err, &te) && te.Timeout():
-		return "timeout"
+		return ClassTimeout
 	case strings.Contains(msg, "connection refused"):
-		return "connection_refused"
+		return ClassConnectionRefused
 	case strings.Contains(msg, "no such host"), strings.Contains(msg, "server misbehaving"):
-		return "dns"
+		return ClassDNS
 	case strings.Contains(msg, "tls:"), strings.Contains(msg, "x509:"), strings.Contains(msg, "certificate"):
-		return "tls"
+		return ClassTLS
 	case strings.Contains(msg, "connection reset"), strings.Contains(msg, "EOF"), strings.Contains(msg, "broken pipe"):
-		return "connection_reset"
+		return ClassConnectionReset
 	}
-	return "connection"
+	return ClassConnection
 }
 
 // overlongChunks is how many token chunks a stream of maxTokens may send
@@ -478,36 +476,36 @@ func overlongChunks(maxTokens int) int {
 var errOverlong = errors.New("the stream went on far past max_tokens: cut")
 
 // classifyRead names a failure while the body streamed.
-func classifyRead(err error) string {
+func classifyRead(err error) Class {
 	msg := err.Error()
 	var te interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, wire.ErrHeadTooLarge):
-		return "head_too_large"
+		return ClassHeadTooLarge
 	case errors.Is(err, wire.ErrTooManyInterim):
-		return "too_many_interim"
+		return ClassTooManyInterim
 	case errors.As(err, &te) && te.Timeout():
-		return "timeout"
+		return ClassTimeout
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "interrupted"
+		return ClassInterrupted
 	case strings.Contains(msg, "line longer"):
-		return "line_too_long"
+		return ClassLineTooLong
 	case strings.Contains(msg, "event data longer"):
-		return "event_too_large"
+		return ClassEventTooLarge
 	case errors.Is(err, errOverlong):
-		return "overlong_stream"
+		return ClassOverlongStream
 	}
-	return "connection_dropped"
+	return ClassConnectionDropped
 }
 
 // ctxClass names a context that ended: the request's own deadline is a
 // timeout; a cancellation (Ctrl-C) is an interruption.
-func ctxClass(ctx context.Context) string {
+func ctxClass(ctx context.Context) Class {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return "timeout"
+		return ClassTimeout
 	case ctx.Err() != nil:
-		return "interrupted"
+		return ClassInterrupted
 	}
 	return ""
 }

@@ -34,7 +34,7 @@ func TestHTTPStatusesClassified(t *testing.T) {
 		c := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
 		r := c.Do(context.Background(), req1)
 		srv.Close()
-		if r.ErrorClass != fmt.Sprintf("http_%d", code) || r.Status != code || !strings.Contains(r.Error, fmt.Sprintf("status %d says why", code)) {
+		if r.ErrorClass != HTTPClass(code) || r.Status != code || !strings.Contains(r.Error, fmt.Sprintf("status %d says why", code)) {
 			t.Errorf("%d: class %q status %d error %q", code, r.ErrorClass, r.Status, r.Error)
 		}
 		if (code == 429 || code == 503) != (r.RetryAfter == "3") {
@@ -128,7 +128,7 @@ func TestOddStreams(t *testing.T) {
 			r := cl.Do(context.Background(), req1)
 			tr.rt.CloseIdleConnections()
 			srv.Close()
-			if r.ErrorClass != c.class || len(r.Chunks) != c.chunks {
+			if string(r.ErrorClass) != c.class || len(r.Chunks) != c.chunks {
 				t.Errorf("%s, %s transport: class %q (%s), %d chunks; want %q, %d", c.name, tr.name, r.ErrorClass, r.Error, len(r.Chunks), c.class, c.chunks)
 			}
 		}
@@ -250,7 +250,7 @@ func TestNotAStreamSaysWhatItWas(t *testing.T) {
 			defer srv.Close()
 			cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL}
 			resp := cl.Do(context.Background(), req1)
-			if !resp.Failed() || !strings.Contains(resp.Error, c.want) || c.class != "" && resp.ErrorClass != c.class {
+			if !resp.Failed() || !strings.Contains(resp.Error, c.want) || c.class != "" && string(resp.ErrorClass) != c.class {
 				t.Errorf("class %q, error %q; want %q", resp.ErrorClass, resp.Error, c.want)
 			}
 		})
@@ -373,7 +373,7 @@ func TestHostileHeadsClassified(t *testing.T) {
 		cl := &Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: OpenAI{Chat: true}, BaseURL: "http://" + ln.Addr().String()}
 		resp := cl.Do(context.Background(), req1)
 		ln.Close()
-		if resp.ErrorClass != c.class {
+		if string(resp.ErrorClass) != c.class {
 			t.Errorf("class %q (%s), want %s", resp.ErrorClass, resp.Error, c.class)
 		}
 	}

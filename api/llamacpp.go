@@ -59,7 +59,7 @@ func (LlamaCpp) Decode(body io.Reader, resp *Response) {
 			return false
 		}
 		if e.Error != nil || ev.Name == "error" {
-			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
+			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(ev.Data))
 			return false
 		}
 		addChunk(resp, ev.At, e.Content, "")

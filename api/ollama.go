@@ -83,7 +83,7 @@ func (Ollama) Decode(body io.Reader, resp *Response) {
 			return false
 		}
 		if o.Error != "" {
-			resp.fail("stream_error", "server error in stream: %s", shorten(o.Error))
+			resp.fail(ClassStreamError, "server error in stream: %s", shorten(o.Error))
 			return false
 		}
 		text, thinking := o.Response, o.Thinking

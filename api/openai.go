@@ -151,7 +151,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if !resp.SawDone && resp.Finish == "" {
-					resp.fail("incomplete_stream", "the stream ended without a finish reason or [DONE]")
+					resp.fail(ClassIncompleteStream, "the stream ended without a finish reason or [DONE]")
 				}
 				return
 			}
@@ -171,7 +171,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			return
 		}
 		if ev.Name == "error" {
-			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(data))
+			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(data))
 			return
 		}
 		if len(data) == 0 {
@@ -180,12 +180,12 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		c := &sc.f
 		if !sc.scan(data) {
 			if err := decodeChunkStd(data, c); err != nil {
-				resp.fail("malformed_stream", "chunk is not valid JSON: %v", err)
+				resp.fail(ClassMalformedStream, "chunk is not valid JSON: %v", err)
 				return
 			}
 		}
 		if c.errored {
-			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(data))
+			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(data))
 			return
 		}
 		if resp.ID == "" && len(c.id) > 0 {

@@ -98,13 +98,13 @@ func (Responses) Decode(body io.Reader, resp *Response) {
 		case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 			addChunk(resp, ev.At, "", e.Delta)
 		case "error":
-			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
+			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(ev.Data))
 		case "response.failed":
 			msg := "response failed"
 			if e.Response != nil && e.Response.Error != nil {
 				msg = e.Response.Error.Message
 			}
-			resp.fail("stream_error", "server error in stream: %s", shorten(msg))
+			resp.fail(ClassStreamError, "server error in stream: %s", shorten(msg))
 		case "response.completed", "response.incomplete":
 			resp.Finish = "stop"
 			if e.Response != nil {

@@ -61,7 +61,7 @@ func (TGI) Decode(body io.Reader, resp *Response) {
 			return false
 		}
 		if e.Error != "" || ev.Name == "error" {
-			resp.fail("stream_error", "server error in stream: %s", ErrorMessage(ev.Data))
+			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(ev.Data))
 			return false
 		}
 		if e.Token != nil {

@@ -206,7 +206,7 @@ func (r *run) setUp(ctx context.Context) error {
 func modelListError(err error, secrets []string) error {
 	msg := api.Scrub(err.Error(), secrets)
 	if ue, ok := errors.AsType[*probe.UnreachableError](err); ok {
-		if ue.Class == "dns" {
+		if ue.Class == api.ClassDNS {
 			return inputErrorf("--url: %s", msg)
 		}
 		return errors.New(msg + " (is the server running at that address?)")

@@ -166,7 +166,7 @@ func (v *vllmResult) load(name string) (metrics.Load, error) {
 		if v.Burstiness != 0 && v.Burstiness != 1 {
 			arrival = "gamma"
 		}
-		return metrics.Load{Mode: "rate", RateRPS: rate, Arrival: arrival}, nil
+		return metrics.Load{Mode: metrics.ModeRate, RateRPS: rate, Arrival: metrics.Arrival(arrival)}, nil
 	}
 	c := v.NumPrompts
 	if v.MaxConcurrent != nil && *v.MaxConcurrent > 0 {
@@ -175,7 +175,7 @@ func (v *vllmResult) load(name string) (metrics.Load, error) {
 	if c <= 0 {
 		c = max(len(v.TTFTs), v.Completed)
 	}
-	return metrics.Load{Mode: "concurrency", Concurrency: c}, nil
+	return metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, nil
 }
 
 // records rebuilds one record per request: the first chunk arrives at the

@@ -5,20 +5,22 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/tokbench/tokbench/metrics"
 )
 
-// Arrival processes for open-loop load.
+// Arrival processes for open-loop load (metrics.Arrival's).
 const (
-	ArrivalConstant = "constant"
-	ArrivalPoisson  = "poisson"
-	ArrivalGamma    = "gamma"
+	ArrivalConstant = metrics.ArrivalConstant
+	ArrivalPoisson  = metrics.ArrivalPoisson
+	ArrivalGamma    = metrics.ArrivalGamma
 )
 
 // Schedule returns the send offsets of n requests at rate requests per
 // second: evenly spaced (constant), exponential gaps (poisson), or gamma
 // gaps with shape burstiness (gamma; below 1 is burstier than Poisson,
 // above 1 smoother, 1 is Poisson). Deterministic for a seed.
-func Schedule(arrival string, rate, burstiness float64, n int, seed uint64) ([]time.Duration, error) {
+func Schedule(arrival metrics.Arrival, rate, burstiness float64, n int, seed uint64) ([]time.Duration, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return nil, fmt.Errorf("rate %g is not a positive number of requests per second", rate)
 	}

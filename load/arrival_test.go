@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/tokbench/tokbench/metrics"
 )
 
 func gaps(s []time.Duration) []float64 {
@@ -37,7 +39,7 @@ func TestSchedule(t *testing.T) {
 		}
 	}
 	cases := []struct {
-		arrival string
+		arrival metrics.Arrival
 		burst   float64
 		wantCV  float64
 	}{

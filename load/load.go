@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"runtime"
 	"slices"
@@ -177,7 +178,7 @@ type Result struct {
 // ErrInterrupted (with what was measured) when ctx was canceled.
 func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (Result, error) {
 	if lv.Warmup > 0 && ctx.Err() == nil {
-		w := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup, Lockstep: true}
+		w := Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup, Lockstep: true}
 		var mu sync.Mutex
 		var warm []metrics.Record
 		r.onWarmup = func(rec metrics.Record) {
@@ -190,7 +191,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		r.learnDuration(warm)
 	}
 	spread := time.Duration(0) // the level's start spread, when the runner chose it
-	if lv.Load.Mode != "rate" && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
+	if lv.Load.Mode != metrics.ModeRate && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
 		lv.RampUp, spread = r.expected, r.expected
 	}
 	preopened, preErr := r.preconnect(ctx, lv)
@@ -215,7 +216,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	}
 	var wall time.Duration
 	mon := startMonitor()
-	if lv.Load.Mode == "rate" {
+	if lv.Load.Mode == metrics.ModeRate {
 		var err error
 		if wall, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
 			mon.finish(&r.stamps)
@@ -229,7 +230,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	res.Level.Client = health
 	r.learnDuration(recs)
 	switch {
-	case lv.Load.Mode == "rate" || lv.users() <= 1:
+	case lv.Load.Mode == metrics.ModeRate || lv.users() <= 1:
 	case lv.Lockstep:
 		res.Level.Lockstep = true // as asked: the level says so, without a warning
 	case lv.RampUp <= 0:
@@ -469,7 +470,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, b pr
 	first := resp.Start
 	var retryErrors []string
 	for attempt := 0; attempt < r.Retry && retryable(resp) && ctx.Err() == nil; attempt++ {
-		retryErrors = append(retryErrors, resp.ErrorClass)
+		retryErrors = append(retryErrors, string(resp.ErrorClass))
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff(resp.RetryAfter, attempt)):
@@ -676,9 +677,16 @@ func retryable(resp *api.Response) bool {
 	if !resp.Failed() || len(resp.Chunks) > 0 {
 		return false
 	}
+	if code, ok := resp.ErrorClass.HTTPStatus(); ok {
+		switch code {
+		case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+			http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
 	switch resp.ErrorClass {
-	case "http_429", "http_500", "http_502", "http_503", "http_504",
-		"connection_refused", "connection_reset", "connection_dropped":
+	case api.ClassConnectionRefused, api.ClassConnectionReset, api.ClassConnectionDropped:
 		return true
 	}
 	return false
@@ -699,7 +707,7 @@ func backoff(retryAfter string, attempt int) time.Duration {
 // their set-up is the requests' own phase, outside TTFT.
 func (lv Level) connections() int {
 	n := lv.Requests
-	if lv.Load.Mode != "rate" {
+	if lv.Load.Mode != metrics.ModeRate {
 		n = lv.Load.Concurrency
 		if lv.Requests > 0 {
 			n = min(n, lv.Requests)

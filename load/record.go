@@ -44,7 +44,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		Phases:                phases(resp),
 	}
 	if resp.Failed() {
-		rec.ErrorClass = resp.ErrorClass
+		rec.ErrorClass = string(resp.ErrorClass)
 		rec.Error = resp.Error
 		if resp.RetryAfter != "" {
 			rec.Error += " (Retry-After: " + resp.RetryAfter + ")"

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // Shard is one of Count processes that share a run's load. Index is 0-based.
@@ -72,7 +74,7 @@ func (s Shard) Apply(lv Level) Level {
 		return lv
 	}
 	switch lv.Load.Mode {
-	case "rate":
+	case metrics.ModeRate:
 		total := lv.Load.RateRPS
 		lv.Load.RateRPS = s.Rate(total)
 		if lv.Load.Arrival == ArrivalConstant {

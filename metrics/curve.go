@@ -39,14 +39,14 @@ type Knee struct {
 
 // LoadValue is a level's position on the load axis: users or req/s.
 func LoadValue(l Load) float64 {
-	if l.Mode == "rate" {
+	if l.Mode == ModeRate {
 		return l.RateRPS
 	}
 	return float64(l.Concurrency)
 }
 
 func unitOf(mode Mode, v float64) string {
-	if mode == "rate" {
+	if mode == ModeRate {
 		return fmt.Sprintf("%s req/s", trim(v))
 	}
 	if v == 1 {
@@ -127,7 +127,7 @@ func FindCapacity(levels []Level, slos []SLO) *Capacity {
 		c.LimitedBy = firstBroken(f)
 	}
 	c.Value = best
-	if mode == "concurrency" {
+	if mode == ModeConcurrency {
 		c.Value = math.Floor(best)
 	}
 	c.Statement = fmt.Sprintf("holds %s at %s (between %s, which passed, and %s, where %s broke)",
@@ -186,7 +186,7 @@ func FindKnee(levels []Level) *Knee {
 // level's value.
 func LoadLess(a, b Load) bool {
 	if a.Mode != b.Mode {
-		return a.Mode != "rate"
+		return a.Mode != ModeRate
 	}
 	if a.InputTokens != b.InputTokens {
 		return a.InputTokens < b.InputTokens

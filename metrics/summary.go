@@ -20,12 +20,22 @@ const (
 	ModeRate Mode = "rate"
 )
 
+// Arrival is an open loop's arrival process.
+type Arrival string
+
+// Arrival processes.
+const (
+	ArrivalConstant Arrival = "constant" // evenly spaced
+	ArrivalPoisson  Arrival = "poisson"  // exponential gaps
+	ArrivalGamma    Arrival = "gamma"    // gamma gaps of a given shape (burstiness)
+)
+
 // Load describes one load level.
 type Load struct {
 	Mode        Mode    `json:"mode"`
 	Concurrency int     `json:"concurrency,omitempty"`
 	RateRPS     float64 `json:"rate_rps,omitempty"`
-	Arrival     string  `json:"arrival,omitempty"`
+	Arrival     Arrival `json:"arrival,omitempty"`
 	// InputTokens is the prompt length of the level when input length is
 	// a sweep dimension (--input-tokens 1k,8k,32k); 0 otherwise.
 	InputTokens int `json:"input_tokens,omitempty"`
@@ -34,7 +44,7 @@ type Load struct {
 // String is a short label: "c=8" or "5 req/s poisson".
 func (l Load) String() string {
 	s := fmt.Sprintf("c=%d", l.Concurrency)
-	if l.Mode == "rate" {
+	if l.Mode == ModeRate {
 		s = fmt.Sprintf("%g req/s %s", l.RateRPS, l.Arrival)
 	}
 	if l.InputTokens > 0 {
@@ -260,7 +270,7 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 		for _, k := range r.ChunkTokens {
 			perChunk = append(perChunk, float64(k))
 		}
-		if load.Mode == "rate" {
+		if load.Mode == ModeRate {
 			// Late is the client's lateness: the queue less the request's
 			// own connection set-up, which is in QueueMs (t0 is on an open
 			// connection) and in the latency from the scheduled instant,
@@ -311,7 +321,7 @@ func Summarize(load Load, recs []Record, durationS float64) Level {
 	lv.E2ETPS = Describe(e2etps)
 	lv.ChunkGap = Describe(gaps)
 	lv.TokensPerChunk = Describe(perChunk)
-	if load.Mode == "rate" {
+	if load.Mode == ModeRate {
 		q, t, e := Describe(queue), Describe(ttftS), Describe(e2eS)
 		lv.QueueMs, lv.TTFTSched, lv.E2ESched = &q, &t, &e
 	}
@@ -383,7 +393,7 @@ func steadyTPS(load Load, recs []Record, durationS float64) float64 {
 	}
 	sort.Float64s(firsts)
 	k := 1
-	if load.Mode != "rate" && load.Concurrency > 1 {
+	if load.Mode != ModeRate && load.Concurrency > 1 {
 		k = min(load.Concurrency, len(firsts))
 	}
 	from, to := firsts[k-1], lastSend

@@ -151,7 +151,7 @@ type prober struct {
 	// answered is set once any probe got an HTTP answer; until then class
 	// and lastErr are the last probe's transport failure.
 	answered bool
-	class    string
+	class    api.Class
 	lastErr  error
 }
 

@@ -28,7 +28,7 @@ type Model struct {
 // "dns", "tls", "timeout", …).
 type UnreachableError struct {
 	URL   string // redacted
-	Class string
+	Class api.Class
 	Err   error
 }
 

@@ -33,7 +33,7 @@ func CSV(w io.Writer, s metrics.Summary) error {
 	}
 	for _, lv := range s.Levels {
 		row := []string{
-			lv.Load.String(), itoaIf(lv.Load.Concurrency), fmtIf(lv.Load.RateRPS, lv.Load.Mode == "rate"), lv.Load.Arrival,
+			lv.Load.String(), itoaIf(lv.Load.Concurrency), fmtIf(lv.Load.RateRPS, lv.Load.Mode == metrics.ModeRate), string(lv.Load.Arrival),
 			strconv.Itoa(lv.Requests.Sent), strconv.Itoa(lv.Requests.Completed), strconv.Itoa(lv.Requests.Failed),
 			fmtF(lv.ErrorRate), fmtF(lv.DurationS),
 			strconv.Itoa(lv.InputTokens), strconv.Itoa(lv.OutputTokens), lv.TokenSource,

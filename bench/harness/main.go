@@ -566,7 +566,7 @@ func (h *harness) streams(name string, c int, ramp bool, offered float64) (Resul
 	// Warm-up requests (one per stream, not recorded) open the connections
 	// first, so that the figures are the steady state, not c dials at once.
 	src := source{tokens: tokens, ttft: 5 * time.Millisecond, gap: gap, burst: 1, step: h.step}
-	warm := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: c, Lockstep: true}
+	warm := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: c, Lockstep: true}
 	ad.collect = false
 	if _, err := r.RunLevel(context.Background(), 0, warm, source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}); err != nil {
 		return Result{}, err
@@ -576,7 +576,7 @@ func (h *harness) streams(name string, c int, ramp bool, offered float64) (Resul
 	ad.steadyFrom = min(16, tokens/2)
 	ad.mu.Unlock()
 	// Without a ramp (burst), every user starts in the same instant.
-	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: max(c*rounds, 20), Lockstep: !ramp}
+	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: max(c*rounds, 20), Lockstep: !ramp}
 	if ramp {
 		lv.RampUp = src.ttft + time.Duration(tokens)*gap
 	}
@@ -606,7 +606,7 @@ func (h *harness) streams(name string, c int, ramp bool, offered float64) (Resul
 func (h *harness) requests(c int) (Result, error) {
 	r, _, closeIdle := h.runner(false)
 	defer closeIdle()
-	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: max(20*c, 2000), Lockstep: true}
+	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: max(20*c, 2000), Lockstep: true}
 	out, _, err := h.level("requests", r, lv, source{tokens: 1})
 	if done := out.Requests - out.Failed; done > 0 && out.WallS > 0 {
 		out.CPUUsPerReq = out.CPUSPerMTok * float64(out.Tokens) / float64(done) // s per million tokens × tokens per request
@@ -625,7 +625,7 @@ func (h *harness) flat(c int) (Result, error) {
 	if c >= 1000 {
 		requests = c
 	}
-	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: requests, Lockstep: true}
+	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: requests, Lockstep: true}
 	out, _, err := h.level("flat", r, lv, source{tokens: tokens, burst: 16})
 	return out, err
 }
@@ -660,7 +660,7 @@ func (h *harness) first(srv *serverProc, mode string, c int) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: c}, Requests: 2 * c, Lockstep: true} // all users at once, on purpose
+	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: 2 * c, Lockstep: true} // all users at once, on purpose
 	src := source{tokens: 8, ttft: 100 * time.Millisecond, gap: 5 * time.Millisecond, burst: 1}
 	out, res, err := h.level("first", r, lv, src)
 	if err != nil {
@@ -793,7 +793,7 @@ func (h *harness) idle(n int) (Result, error) {
 	}
 	ch := make(chan done, 1)
 	go func() {
-		lv := load.Level{Load: metrics.Load{Mode: "concurrency", Concurrency: n}, Requests: n, Lockstep: true}
+		lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: n}, Requests: n, Lockstep: true}
 		out, _, err := h.level("idle", r, lv, source{tokens: 1, ttft: 3 * time.Second})
 		ch <- done{out, err}
 	}()
@@ -821,7 +821,7 @@ func (h *harness) idle(n int) (Result, error) {
 func (h *harness) pacing(rate float64, requests int) (Result, error) {
 	r, _, closeIdle := h.runner(false)
 	defer closeIdle()
-	lv := load.Level{Load: metrics.Load{Mode: "rate", RateRPS: rate, Arrival: load.ArrivalConstant}, Requests: requests}
+	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: rate, Arrival: load.ArrivalConstant}, Requests: requests}
 	out, res, err := h.level("pacing", r, lv, source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond})
 	if err != nil {
 		return out, err

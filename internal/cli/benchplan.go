@@ -124,7 +124,7 @@ func (f *benchFlags) checkLoad(set func(string) bool) error {
 		if set("concurrency") {
 			return usagef("--rate: give --concurrency (closed loop) or --rate (open loop), not both")
 		}
-		switch f.arrival {
+		switch metrics.Arrival(f.arrival) {
 		case load.ArrivalConstant, load.ArrivalPoisson, load.ArrivalGamma:
 		default:
 			return usagef("--arrival: unknown %q (known: constant, poisson, gamma)", f.arrival)
@@ -174,7 +174,7 @@ func (f *benchFlags) levels() ([]load.Level, error) {
 				n = max(int(math.Ceil(10*r)), 16)
 			}
 			levels = append(levels, load.Level{
-				Load:     metrics.Load{Mode: metrics.ModeRate, RateRPS: r, Arrival: f.arrival},
+				Load:     metrics.Load{Mode: metrics.ModeRate, RateRPS: r, Arrival: metrics.Arrival(f.arrival)},
 				Requests: n, Duration: f.duration, Warmup: f.warmup,
 				Burstiness: f.burstiness, MaxInFlight: f.maxConcurrency, Seed: f.seed,
 			})
