@@ -17,7 +17,7 @@ import (
 
 // TestDecodeCumulative: a chunk that carries text (or reasoning) and usage
 // keeps its completion_tokens as Cumulative, on the fast path and on the
-// encoding/json one; chunks without text are not kept, whatever usage they
+// fastjson one; chunks without text are not kept, whatever usage they
 // carry; and the response's usage is the last one seen.
 func TestDecodeCumulative(t *testing.T) {
 	cases := []struct {
@@ -34,10 +34,10 @@ func TestDecodeCumulative(t *testing.T) {
 			`{"choices":[{"delta":{"content":"b"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":5}}`,
 			`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5}}`,
 		}, []int{2, 3, 5}, 5},
-		{"encoding/json path", []string{
-			// An escaped member name sends the chunk to encoding/json.
+		{"fastjson path", []string{
+			// An escape, and token details, send the chunk past the fast path.
 			`{"choices":[{"delta":{"content":"a"}}],"usage":{"completion_tokens":1},"x\u0041":1}`,
-			`{"choices":[{"delta":{"content":"b"}}],"Usage":{"completion_tokens":2}}`,
+			`{"choices":[{"delta":{"content":"b"}}],"usage":{"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}`,
 			`{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":2}}`,
 		}, []int{1, 2}, 2},
 		{"usage only at the end", []string{

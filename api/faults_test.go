@@ -70,7 +70,7 @@ func TestTransportFaults(t *testing.T) {
 func TestHTTP2AndGzipStreams(t *testing.T) {
 	h2 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 2 {
-			http.Error(w, "want HTTP/2", 505)
+			http.Error(w, "want HTTP/2", http.StatusHTTPVersionNotSupported)
 			return
 		}
 		fmt.Fprint(w, okStream)

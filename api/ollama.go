@@ -48,70 +48,43 @@ func (o Ollama) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 	return postJSON(ctx, endpoint, body, req.Extra, "application/x-ndjson")
 }
 
-type ollamaLine struct {
-	Message            *ollamaMessage `json:"message"`
-	Response           string         `json:"response"`
-	Thinking           string         `json:"thinking"`
-	Done               bool           `json:"done"`
-	DoneReason         string         `json:"done_reason"`
-	Error              string         `json:"error"`
-	LoadDuration       int64          `json:"load_duration"`
-	PromptEvalCount    int            `json:"prompt_eval_count"`
-	PromptEvalDuration int64          `json:"prompt_eval_duration"`
-	EvalCount          int            `json:"eval_count"`
-	EvalDuration       int64          `json:"eval_duration"`
-}
-
-type ollamaMessage struct {
-	Content  string `json:"content"`
-	Thinking string `json:"thinking"`
-}
-
-// Decode implements Adapter. A token line is read by an ollamaScanner,
-// which allocates only the chunk's text; the final line, and any line the
-// scanner is not sure of, is decoded with encoding/json.
+// Decode implements Adapter. Each line is read by an ollamaDecoder (a
+// reused fastjson parser); per token line it allocates only the text.
 func (Ollama) Decode(body io.Reader, resp *Response) {
-	var sc ollamaScanner
+	var d ollamaDecoder
+	defer d.p.release()
 	decodeLines(body, resp, func(l sse.Line) bool {
-		if sc.scan(l.Data) {
-			text, thinking := sc.f.text()
-			addChunk(resp, l.At, string(text), string(thinking))
+		if err := d.decode(l.Data); err != nil {
+			resp.fail(ClassMalformedStream, "event is not valid JSON: %v", err)
 			return false
 		}
-		var o ollamaLine
-		if !decodeJSON(l.Data, &o, resp) {
+		o := &d.f
+		if len(o.err) > 0 {
+			resp.fail(ClassStreamError, "server error in stream: %s", shorten(string(o.err)))
 			return false
 		}
-		if o.Error != "" {
-			resp.fail(ClassStreamError, "server error in stream: %s", shorten(o.Error))
+		addChunk(resp, l.At, validString(o.text), validString(o.thinking))
+		if !o.done {
 			return false
 		}
-		text, thinking := o.Response, o.Thinking
-		if o.Message != nil {
-			text, thinking = o.Message.Content, o.Message.Thinking
-		}
-		addChunk(resp, l.At, text, thinking)
-		if !o.Done {
-			return false
-		}
-		resp.Finish = o.DoneReason
+		resp.Finish = string(o.doneReason)
 		if resp.Finish == "" {
 			resp.Finish = "stop"
 		}
-		if o.EvalCount > 0 || o.PromptEvalCount > 0 {
-			resp.Usage = &Usage{PromptTokens: o.PromptEvalCount, CompletionTokens: o.EvalCount}
+		if o.evalCount > 0 || o.promptEvalCount > 0 {
+			resp.Usage = &Usage{PromptTokens: o.promptEvalCount, CompletionTokens: o.evalCount}
 		}
 		st := &ServerTiming{
-			LoadMs: nsToMs(o.LoadDuration), PromptMs: nsToMs(o.PromptEvalDuration), PredictedMs: nsToMs(o.EvalDuration),
-			PromptTokens: o.PromptEvalCount, PredictedTokens: o.EvalCount,
+			LoadMs: nsToMs(o.loadDuration), PromptMs: nsToMs(o.promptEvalDuration), PredictedMs: nsToMs(o.evalDuration),
+			PromptTokens: o.promptEvalCount, PredictedTokens: o.evalCount,
 		}
-		if o.EvalDuration > 0 {
-			st.DecodeTPS = float64(o.EvalCount) / (float64(o.EvalDuration) / 1e9)
+		if o.evalDuration > 0 {
+			st.DecodeTPS = float64(o.evalCount) / (float64(o.evalDuration) / 1e9)
 		}
-		if o.PromptEvalDuration > 0 {
-			st.PrefillTPS = float64(o.PromptEvalCount) / (float64(o.PromptEvalDuration) / 1e9)
+		if o.promptEvalDuration > 0 {
+			st.PrefillTPS = float64(o.promptEvalCount) / (float64(o.promptEvalDuration) / 1e9)
 		}
-		if o.EvalDuration > 0 || o.PromptEvalDuration > 0 {
+		if o.evalDuration > 0 || o.promptEvalDuration > 0 {
 			resp.Server = st
 		}
 		return true

@@ -6,32 +6,55 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 )
 
-// checkOllamaLine compares the fast scanner with encoding/json on one line:
-// whenever the scanner accepts a line, it must be valid JSON and decode to
-// the same ollamaLine. It reports whether the fast path was taken.
-func checkOllamaLine(t *testing.T, sc *ollamaScanner, data []byte) bool {
+// checkOllamaLine checks the ollamaDecoder on one line, as checkDecoder
+// does the chunkDecoder: the fast path reads what fastjson reads, and a
+// line encoding/json reads, written back in its canonical form, reads the
+// same with the decoder.
+func checkOllamaLine(t *testing.T, d *ollamaDecoder, data []byte) {
 	t.Helper()
+	fields := func(f *ollamaFields) [10]any {
+		return [...]any{validString(f.text), validString(f.thinking), f.done, string(f.doneReason), string(f.err),
+			f.loadDuration, f.promptEvalCount, f.promptEvalDuration, f.evalCount, f.evalDuration}
+	}
+	if d.h.ollama(data, &d.f) {
+		fast := fields(&d.f)
+		if err := d.slow(data); err != nil {
+			t.Fatalf("the fast path read %q, which fastjson refuses: %v", data, err)
+		}
+		if slow := fields(&d.f); fast != slow {
+			t.Fatalf("the fast path and fastjson read %q differently: %v vs %v", data, fast, slow)
+		}
+	}
 	var want ollamaLine
-	stdErr := json.Unmarshal(data, &want)
-	if !sc.scan(data) {
-		return false
+	if json.Unmarshal(data, &want) != nil {
+		return
 	}
-	if !json.Valid(data) || stdErr != nil {
-		t.Fatalf("scan(%q) accepted what encoding/json rejects: %v", data, stdErr)
+	canon, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f := &sc.f
-	got := ollamaLine{Response: string(f.response), Thinking: string(f.thinking)}
-	if f.message {
-		got.Message = &ollamaMessage{Content: string(f.content), Thinking: string(f.messageThinking)}
+	text, thinking := want.Response, want.Thinking
+	if want.Message != nil {
+		text, thinking = want.Message.Content, want.Message.Thinking
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("scan(%q) = %+v %+v, encoding/json gives %+v %+v", data, got, got.Message, want, want.Message)
+	exp := [...]any{text, thinking, want.Done, want.DoneReason, want.Error,
+		want.LoadDuration, want.PromptEvalCount, want.PromptEvalDuration, want.EvalCount, want.EvalDuration}
+	for _, path := range []string{"decode", "slow"} {
+		if path == "decode" {
+			err = d.decode(canon)
+		} else {
+			err = d.slow(canon)
+		}
+		if err != nil {
+			t.Fatalf("%s(%s) = %v; encoding/json reads it", path, canon, err)
+		}
+		if got := fields(&d.f); got != exp {
+			t.Fatalf("%s(%s) = %v, encoding/json gives %v", path, canon, got, exp)
+		}
 	}
-	return true
 }
 
 var ollamaLineCases = []struct {
@@ -119,47 +142,44 @@ var ollamaLineCases = []struct {
 	{` `, false},
 }
 
-func TestOllamaScannerAgreesWithEncodingJSON(t *testing.T) {
-	var sc ollamaScanner
+func TestOllamaDecoderAgreesWithEncodingJSON(t *testing.T) {
+	var d ollamaDecoder
 	for _, c := range ollamaLineCases {
-		if got := checkOllamaLine(t, &sc, []byte(c.line)); got != c.handled {
-			t.Errorf("scan(%q) handled = %v, want %v", c.line, got, c.handled)
-		}
+		checkOllamaLine(t, &d, []byte(c.line))
 	}
-	// Every capture's token lines take the fast path (and agree); its
-	// final line, done true, does not.
 	files, _ := filepath.Glob("testdata/ollama-*.ndjson")
 	if len(files) == 0 {
 		t.Fatal("no Ollama captures in testdata")
 	}
 	for _, f := range files {
 		for _, line := range ndjsonLines(t, f) {
-			var o ollamaLine
-			if err := json.Unmarshal(line, &o); err != nil {
-				t.Fatalf("%s: %v", f, err)
+			if err := d.decode(line); err != nil {
+				t.Errorf("%s: %v: %s", f, err, line)
 			}
-			if got := checkOllamaLine(t, &sc, line); got != !o.Done {
-				t.Errorf("%s: scan(%s) handled = %v, want %v", f, line, got, !o.Done)
+			// Token lines (not done) take the fast path.
+			if !d.f.done && !bytes.Contains(line, []byte(`\`)) && !d.h.ollama(line, &d.f) {
+				t.Errorf("%s: a token line missed the fast path: %s", f, line)
 			}
+			checkOllamaLine(t, &d, line)
 		}
 	}
 }
 
-// TestOllamaScannerReused: a line's unescaped text does not leak into the
-// next line's fields.
-func TestOllamaScannerReused(t *testing.T) {
-	var sc ollamaScanner
+// TestOllamaDecoderReused: a line's text does not leak into the next
+// line's fields.
+func TestOllamaDecoderReused(t *testing.T) {
+	var d ollamaDecoder
 	for _, c := range []struct{ line, text string }{
 		{`{"response":"a\nb","thinking":"\u00e9"}`, "a\nb"},
 		{`{"message":{"content":"c\td"}}`, "c\td"},
 		{`{"response":"plain"}`, "plain"},
 		{`{"done":false}`, ""},
 	} {
-		if !sc.scan([]byte(c.line)) {
-			t.Fatalf("scan(%q) not handled", c.line)
+		if err := d.decode([]byte(c.line)); err != nil {
+			t.Fatalf("decode(%q): %v", c.line, err)
 		}
-		if text, _ := sc.f.text(); string(text) != c.text {
-			t.Errorf("scan(%q) text = %q, want %q", c.line, text, c.text)
+		if string(d.f.text) != c.text {
+			t.Errorf("decode(%q) text = %q, want %q", c.line, d.f.text, c.text)
 		}
 	}
 }
@@ -189,8 +209,8 @@ func FuzzOllamaLine(f *testing.F) {
 			f.Add(line)
 		}
 	}
-	var sc ollamaScanner
+	var d ollamaDecoder
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkOllamaLine(t, &sc, data)
+		checkOllamaLine(t, &d, data)
 	})
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,47 +87,6 @@ func (o OpenAI) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 	return postJSON(ctx, endpoint, body, req.Extra, "text/event-stream")
 }
 
-// openaiChunk is the subset of a streamed chunk that matters for timing.
-type openaiChunk struct {
-	Choices []struct {
-		Delta struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				Function struct {
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		Text         *string `json:"text"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens            int `json:"prompt_tokens"`
-		CompletionTokens        int `json:"completion_tokens"`
-		CompletionTokensDetails *struct {
-			ReasoningTokens int `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-		PromptTokensDetails *struct {
-			CachedTokens *int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Timings *struct {
-		PromptMs           float64 `json:"prompt_ms"`
-		PromptPerSecond    float64 `json:"prompt_per_second"`
-		PredictedMs        float64 `json:"predicted_ms"`
-		PredictedPerSecond float64 `json:"predicted_per_second"`
-		PromptN            int     `json:"prompt_n"`
-		PredictedN         int     `json:"predicted_n"`
-		CacheN             *int    `json:"cache_n"`
-	} `json:"timings"`
-	Error   json.RawMessage `json:"error"`
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Message string          `json:"message"`
-}
-
 // doneGrace is how long a complete answer waits for its end marker.
 const doneGrace = 2 * time.Second
 
@@ -139,13 +97,14 @@ func tail(body io.Reader, d time.Duration) {
 	}
 }
 
-// Decode implements Adapter. Each chunk's JSON is read by a chunkScanner,
-// which falls back to encoding/json for anything unusual; per token chunk it
-// allocates only the chunk's text.
+// Decode implements Adapter. Each chunk's JSON is read by a chunkDecoder
+// (a reused fastjson parser); per token chunk it allocates only the chunk's
+// text.
 func (o OpenAI) Decode(body io.Reader, resp *Response) {
 	dec := sse.NewDecoder(body)
 	var lastAt time.Time
-	var sc chunkScanner
+	var cd chunkDecoder
+	defer cd.p.release()
 	for {
 		ev, err := dec.Next()
 		if err != nil {
@@ -177,12 +136,10 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		if len(data) == 0 {
 			continue
 		}
-		c := &sc.f
-		if !sc.scan(data) {
-			if err := decodeChunkStd(data, c); err != nil {
-				resp.fail(ClassMalformedStream, "chunk is not valid JSON: %v", err)
-				return
-			}
+		c := &cd.f
+		if err := cd.decode(data); err != nil {
+			resp.fail(ClassMalformedStream, "chunk is not valid JSON: %v", err)
+			return
 		}
 		if c.errored {
 			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(data))
@@ -197,10 +154,10 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		if len(c.text) > 0 || len(c.reasoning) > 0 {
 			ch := Chunk{At: ev.At}
 			if len(c.text) > 0 {
-				ch.Text = string(c.text)
+				ch.Text = validString(c.text)
 			}
 			if len(c.reasoning) > 0 {
-				ch.Reasoning = string(c.reasoning)
+				ch.Reasoning = validString(c.reasoning)
 			}
 			if c.hasUsage && c.completionTokens > 0 {
 				ch.Cumulative = c.completionTokens

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,23 +36,53 @@ func sameFields(a, b *chunkFields) string {
 	return ""
 }
 
-// checkScanner compares the fast scanner with encoding/json on one chunk:
-// whenever the scanner accepts a chunk, encoding/json must accept it too and
-// give the same fields. It reports whether the fast path was taken.
-func checkScanner(t *testing.T, sc *chunkScanner, data []byte) bool {
+// checkDecoder checks the chunkDecoder on one chunk: whatever the fast path
+// (hot) accepts, fastjson reads the same; and every chunk encoding/json
+// reads, written back in its canonical form (the members Decode reads,
+// escaped as Go escapes them), reads the same with the decoder. Invalid
+// JSON that fastjson does not look at closely (a bad escape, a raw control
+// character or an odd number in a string or a member Decode skips) may be
+// read; broken structure may not (TestChunkDecoderTypes).
+func checkDecoder(t *testing.T, d *chunkDecoder, data []byte) {
 	t.Helper()
+	if d.h.openAI(data, &d.f) {
+		fast := d.f
+		fast.text, fast.reasoning = bytes.Clone(fast.text), bytes.Clone(fast.reasoning)
+		fast.id, fast.finish = bytes.Clone(fast.id), bytes.Clone(fast.finish)
+		if err := d.slow(data); err != nil {
+			t.Fatalf("the fast path read %q, which fastjson refuses: %v", data, err)
+		}
+		if diff := sameFields(&fast, &d.f); diff != "" {
+			t.Fatalf("the fast path and fastjson read %q differently: %s", data, diff)
+		}
+	}
+	var c openaiChunk
+	if json.Unmarshal(data, &c) != nil {
+		return // a type encoding/json refuses; the decoder may read past it
+	}
+	canon, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want chunkFields
-	stdErr := decodeChunkStd(data, &want)
-	if !sc.scan(data) {
-		return false
+	if err := decodeChunkStd(canon, &want); err != nil {
+		t.Fatal(err)
 	}
-	if stdErr != nil {
-		t.Fatalf("scan(%q) accepted what encoding/json rejects: %v", data, stdErr)
+	for _, path := range []string{"decode", "slow"} {
+		if path == "decode" {
+			err = d.decode(canon)
+		} else {
+			err = d.slow(canon)
+		}
+		if err != nil {
+			t.Fatalf("%s(%s) = %v; encoding/json reads it", path, canon, err)
+		}
+		got := d.f
+		got.text, got.reasoning = []byte(validString(got.text)), []byte(validString(got.reasoning))
+		if diff := sameFields(&got, &want); diff != "" {
+			t.Fatalf("%s(%s) differs from encoding/json: %s", path, canon, diff)
+		}
 	}
-	if d := sameFields(&sc.f, &want); d != "" {
-		t.Fatalf("scan(%q) differs from encoding/json: %s", data, d)
-	}
-	return true
 }
 
 var scannerSeeds = []string{
@@ -86,15 +117,12 @@ var scannerSeeds = []string{
 	`{"ch\u006fices":[{"delta":{"content":"x"}}]}`,
 }
 
-func TestChunkScannerAgreesWithEncodingJSON(t *testing.T) {
-	var sc chunkScanner
-	fast := 0
+func TestChunkDecoderAgreesWithEncodingJSON(t *testing.T) {
+	var d chunkDecoder
 	for _, s := range scannerSeeds {
-		if checkScanner(t, &sc, []byte(s)) {
-			fast++
-		}
+		checkDecoder(t, &d, []byte(s))
 	}
-	// Every capture's chunks must take the fast path (and agree).
+	// Every capture's chunks decode, and agree.
 	files, _ := filepath.Glob("testdata/*openai*.sse")
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -102,29 +130,62 @@ func TestChunkScannerAgreesWithEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc := bufio.NewScanner(bytes.NewReader(raw))
-		var s chunkScanner
 		for sc.Scan() {
 			line, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
 			if !ok || bytes.Equal(line, []byte("[DONE]")) {
 				continue
 			}
-			if !checkScanner(t, &s, line) {
-				t.Errorf("%s: chunk took the slow path: %s", f, line)
+			if err := d.decode(line); err != nil {
+				t.Errorf("%s: %v: %s", f, err, line)
 			}
+			// A capture's token chunks take the fast path.
+			plain := !bytes.Contains(line, []byte(`\`)) && !bytes.Contains(line, []byte("timings")) &&
+				!bytes.Contains(line, []byte("_details")) && !bytes.Contains(line, []byte("tool_calls"))
+			if plain && bytes.Contains(line, []byte(`"choices"`)) && !d.h.openAI(line, &d.f) {
+				t.Errorf("%s: a token chunk missed the fast path: %s", f, line)
+			}
+			checkDecoder(t, &d, line)
 		}
-	}
-	if fast < 10 {
-		t.Errorf("only %d of %d seeds took the fast path", fast, len(scannerSeeds))
 	}
 }
 
-func FuzzChunkScanner(f *testing.F) {
+// TestChunkDecoderTypes: a member Decode reads that has the wrong type is
+// an error, as encoding/json makes it; one it does not read is ignored.
+func TestChunkDecoderTypes(t *testing.T) {
+	var d chunkDecoder
+	for _, c := range []struct {
+		chunk string
+		ok    bool
+	}{
+		{`{"usage":{"completion_tokens":1.5}}`, false},
+		{`{"usage":{"completion_tokens":"1"}}`, false},
+		{`{"choices":[{"delta":{"content":5}}]}`, false},
+		{`{"choices":{"delta":{}}}`, false},
+		{`{"choices":[7]}`, false},
+		{`{"timings":{"prompt_ms":"fast"}}`, false},
+		{`{"id":1}`, false},
+		{`[]`, false},
+		{`{"choices":[{"delta":{"content":"x"}}]`, false},
+		{`{"choices":[{"delta":{"content":"x"}},]}`, false},
+		{`{"choices":[{"delta":{"content":"x}}]}`, false},
+		{`{"choices":[{"delta":{"content":"x"}}]} trailing`, false},
+		{``, false},
+		{`{"choices":[{"delta":{"content":"x"}}],"system_fingerprint":5,"logprobs":[1]}`, true},
+		{`{"choices":[null,{"delta":null}],"usage":null,"timings":null}`, true},
+	} {
+		if err := d.decode([]byte(c.chunk)); (err == nil) != c.ok {
+			t.Errorf("decode(%s) = %v, want ok %v", c.chunk, err, c.ok)
+		}
+	}
+}
+
+func FuzzChunkDecoder(f *testing.F) {
 	for _, s := range scannerSeeds {
 		f.Add([]byte(s))
 	}
-	var sc chunkScanner
+	var d chunkDecoder
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkScanner(t, &sc, data)
+		checkDecoder(t, &d, data)
 	})
 }
 
