@@ -250,7 +250,7 @@ func (t *hfTokenizer) parseNormalizer(raw json.RawMessage) error {
 		})
 	case "Replace":
 		if c.Pattern == nil {
-			return fmt.Errorf("Replace without a pattern")
+			return fmt.Errorf("normalizer Replace without a pattern")
 		}
 		content := c.Content
 		switch {
@@ -260,7 +260,7 @@ func (t *hfTokenizer) parseNormalizer(raw json.RawMessage) error {
 		case c.Pattern.Regex != nil:
 			re, err := regexp2.Compile(*c.Pattern.Regex, regexp2.Unicode)
 			if err != nil {
-				return fmt.Errorf("Replace pattern %q: %w", *c.Pattern.Regex, err)
+				return fmt.Errorf("normalizer Replace pattern %q: %w", *c.Pattern.Regex, err)
 			}
 			t.norms = append(t.norms, func(s string) string {
 				out, err := re.Replace(s, content, -1, -1)
@@ -314,7 +314,7 @@ func (t *hfTokenizer) parsePre(raw json.RawMessage) error {
 		}
 	case "Split":
 		if c.Pattern == nil {
-			return fmt.Errorf("Split without a pattern")
+			return fmt.Errorf("pre-tokenizer Split without a pattern")
 		}
 		var expr string
 		switch {
@@ -323,16 +323,16 @@ func (t *hfTokenizer) parsePre(raw json.RawMessage) error {
 		case c.Pattern.String != nil:
 			expr = regexp2.Escape(*c.Pattern.String)
 		default:
-			return fmt.Errorf("Split pattern: want String or Regex")
+			return fmt.Errorf("pre-tokenizer Split pattern: want String or Regex")
 		}
 		re, err := regexp2.Compile(expr, regexp2.Unicode)
 		if err != nil {
-			return fmt.Errorf("Split pattern %q: %w", expr, err)
+			return fmt.Errorf("pre-tokenizer Split pattern %q: %w", expr, err)
 		}
 		switch c.Behavior {
 		case "Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous":
 		default:
-			return fmt.Errorf("Split behavior %q is not supported", c.Behavior)
+			return fmt.Errorf("pre-tokenizer Split behavior %q is not supported", c.Behavior)
 		}
 		t.pre = append(t.pre, splitStep(re, c.Behavior, c.Invert))
 	case "Digits":

@@ -688,11 +688,10 @@ func (h *harness) first(srv *serverProc, mode string, c int) (Result, error) {
 	// time.Time in both; several answers of one Start instant by their
 	// recorded TTFT).
 	type request struct {
-		start       time.Time
-		doneMs      float64
-		has         bool
-		err, truth  float64
-		recMismatch bool
+		start      time.Time
+		doneMs     float64
+		has        bool
+		err, truth float64
 	}
 	reqs := make([]request, 0, len(res.Records))
 	var unmatched, mismatched int
