@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 
+	"github.com/tokbench/tokbench/internal/benchutil"
 	"github.com/tokbench/tokbench/wire"
 )
 
@@ -45,22 +45,6 @@ func benchBodyContinuous(n int) []byte {
 	return b.Bytes()
 }
 
-// perToken reports ns/token and allocs/token of a benchmark whose every op
-// handles tokens tokens. Call before the loop; call the result after it.
-func perToken(b *testing.B, tokens int) func() {
-	b.ReportAllocs()
-	var m0 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	return func() {
-		var m1 runtime.MemStats
-		runtime.ReadMemStats(&m1)
-		n := float64(b.N) * float64(tokens)
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/token")
-		b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/token")
-		b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/token")
-	}
-}
-
 // BenchmarkOpenAIDecode decodes a 256-token chat stream (SSE framing and
 // JSON per chunk) from memory.
 //
@@ -72,7 +56,7 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 // benchDecode decodes body, a whole stream of tokens one-token chunks ending
 // with the server's usage, once per op, and reports per-token figures.
 func benchDecode(b *testing.B, ad Adapter, body []byte, tokens int) {
-	done := perToken(b, tokens)
+	done := benchutil.PerToken(b, tokens)
 	for b.Loop() {
 		var resp Response
 		ad.Decode(bytes.NewReader(body), &resp)
@@ -110,7 +94,7 @@ func benchDo(b *testing.B, tokens int) {
 			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: tokens}
 			done := func() {}
 			if tokens > 1 {
-				done = perToken(b, tokens)
+				done = benchutil.PerToken(b, tokens)
 			} else {
 				b.ReportAllocs()
 			}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // Condition is one regression gate: "ttft_p95>+10%" holds when B's TTFT p95
@@ -113,7 +115,7 @@ func (d *Diff) Check(conds []Condition) []Trip {
 			if math.IsNaN(change) {
 				t.Holds = false
 			}
-			desc := fmt.Sprintf("%s: %s %s → %s (%+.1f%s)", t.Load, r.Name(), fmtVal(r.A), fmtVal(r.B), change, unit)
+			desc := fmt.Sprintf("%s: %s %s → %s (%+.1f%s)", t.Load, r.Name(), metrics.Figure(r.A), metrics.Figure(r.B), change, unit)
 			switch {
 			case !t.Holds:
 				t.Reason = fmt.Sprintf("%s: does not meet %s", desc, c.Expr)
@@ -140,18 +142,5 @@ func evidence(r Row) string {
 		return "aggregate, no per-request test; judged by size alone"
 	default:
 		return "too few per-request samples to test"
-	}
-}
-
-func fmtVal(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1000:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 100:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.2f", v)
-	default:
-		return fmt.Sprintf("%.3f", v)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // WriteText writes the diff for people: the two runs, loud warnings when
@@ -45,7 +47,7 @@ func (d *Diff) WriteText(w io.Writer) error {
 			if r.Tested {
 				p = fmt.Sprintf("%.3g", r.P)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, fmtVal(r.A), fmtVal(r.B), fmtChange(r), r.Verdict, p)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, metrics.Figure(r.A), metrics.Figure(r.B), fmtChange(r), r.Verdict, p)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

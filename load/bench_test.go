@@ -5,32 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/benchutil"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
 	"github.com/tokbench/tokbench/wire"
 )
-
-// perToken reports ns/token, allocs/token and B/token of a benchmark whose
-// every op handles tokens tokens. Call before the loop, and the result after.
-func perToken(b *testing.B, tokens int) func() {
-	b.ReportAllocs()
-	var m0 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	return func() {
-		var m1 runtime.MemStats
-		runtime.ReadMemStats(&m1)
-		n := float64(b.N) * float64(tokens)
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/token")
-		b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/token")
-		b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/token")
-	}
-}
 
 var benchWords = []string{" the", " time", " water", " people", " world", " house", " light", " music"}
 
@@ -57,7 +41,7 @@ func BenchmarkRecord(b *testing.B) {
 			if !usage {
 				r.Usage = nil
 			}
-			done := perToken(b, tokens)
+			done := benchutil.PerToken(b, tokens)
 			for b.Loop() {
 				rec := Record(&r, counter, RecordInfo{ID: 1, LevelStart: start, Prompt: "hello there", InputTokensRequested: 2, OutputTokensRequested: tokens})
 				if rec.OutputTokens != tokens {
@@ -96,7 +80,7 @@ func BenchmarkRequestPath(b *testing.B) {
 			r := &Runner{Client: &api.Client{HTTP: &http.Client{Transport: tc.rt}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},
 				Tokenizer: tok, Timeout: 10 * time.Second}
 			lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 8}, Requests: requests}
-			done := perToken(b, tokens*requests)
+			done := benchutil.PerToken(b, tokens*requests)
 			for b.Loop() {
 				res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: tokens})
 				if err != nil || res.Level.Requests.Completed != requests {

@@ -1,6 +1,6 @@
 // Package metrics turns per-request records into the numbers tokbench
 // reports: TTFT, decode TPS, TPOT, ITL, E2E latency, aggregate throughput and
-// failures by class. Definitions follow DESIGN.md exactly; percentiles are
+// failures by class. Definitions follow docs/metrics.md exactly; percentiles are
 // exact over the recorded values with numpy's default linear interpolation,
 // so results line up with vLLM's.
 //
@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"sort"
 )
@@ -124,4 +125,19 @@ func (s Stats) Get(name string) (float64, bool) {
 		return s.Max, true
 	}
 	return 0, false
+}
+
+// Figure formats a measured value with about four significant digits, as
+// tables and comparisons print it: 1234, 123.4, 12.34, 1.234.
+func Figure(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
 }

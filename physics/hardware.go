@@ -75,9 +75,8 @@ func mfu(e Efficiency, prefill, decode float64) Efficiency {
 	return e
 }
 
-// Peak figures are from shared reference hardware.md unless a comment says
-// otherwise. Interconnect link speeds per direction are not in the
-// reference table (NVIDIA and AMD specs): the fraction an all-reduce
+// Peak figures are the vendors' (each entry's Source names it). Interconnect
+// link speeds per direction are from NVIDIA's and AMD's specs: the fraction an all-reduce
 // reaches is the efficiency's AllReduceEfficiency, measured on H100 NVLink
 // only, so treat the others as uncertain.
 var builtinHardware = []Hardware{
@@ -118,13 +117,13 @@ var builtinHardware = []Hardware{
 		Name: "b200", MemoryBytes: 180 * gb, BandwidthBytesPerSec: 7.7 * tbps, // uncertain: sources say 180–192 GB, 7.7–8.0 TB/s; lower figures taken
 		BF16FLOPS: 2250 * tflops, FP8FLOPS: 4500 * tflops,
 		InterconnectBytesPerSec: 900 * gbps, // NVLink 5, per direction
-		Source:                  "reference hardware.md (sources disagree on memory and bandwidth: uncertain); efficiencies as H100 (not measured)",
+		Source:                  "NVIDIA B200 figures (published figures disagree on memory and bandwidth: uncertain); efficiencies as H100 (not measured)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "gb200", MemoryBytes: 186 * gb, BandwidthBytesPerSec: 8.0 * tbps, // memory ~186–192 GB: uncertain
 		BF16FLOPS: 2500 * tflops, FP8FLOPS: 5000 * tflops,
 		InterconnectBytesPerSec: 900 * gbps, // NVLink 5, per direction
-		Source:                  "reference hardware.md, per GPU (memory uncertain); sustained 7.35 TB/s = 92% of peak measured (Azure ND GB200 v6)",
+		Source:                  "NVIDIA GB200 figures, per GPU (memory uncertain); sustained 7.35 TB/s = 92% of peak measured (Azure ND GB200 v6)",
 	}),
 	hw(ClassDatacenterGPU, mfu(effDatacenter, 0.45, 0.30), Hardware{
 		Name: "mi300x", MemoryBytes: 192 * gb, BandwidthBytesPerSec: 5.3 * tbps,
@@ -154,7 +153,7 @@ var builtinHardware = []Hardware{
 		Name: "a10g", MemoryBytes: 24 * gb, BandwidthBytesPerSec: 0.600 * tbps,
 		BF16FLOPS:               70 * tflops, // uncertain FLOPs
 		InterconnectBytesPerSec: 32 * gbps,   // PCIe 4.0 x16 (uncertain: not in reference)
-		Source:                  "reference hardware.md (FLOPs uncertain); MFU as L40S",
+		Source:                  "NVIDIA A10G (FLOPs uncertain); MFU as L40S",
 	}),
 	hw(ClassConsumerGPU, effConsumer, Hardware{
 		Name: "rtx-4090", MemoryBytes: 24 * gb, BandwidthBytesPerSec: 1.008 * tbps,
@@ -166,11 +165,11 @@ var builtinHardware = []Hardware{
 		Name: "rtx-5090", MemoryBytes: 32 * gb, BandwidthBytesPerSec: 1.792 * tbps,
 		BF16FLOPS: 419 * tflops, FP8FLOPS: 838 * tflops, // derived from sparse figures: uncertain
 		InterconnectBytesPerSec: 64 * gbps, // PCIe 5.0 x16 (uncertain: not in reference)
-		Source:                  "reference hardware.md (FLOPs derived from sparse figures: uncertain)",
+		Source:                  "NVIDIA RTX 5090 (dense FLOPs derived from sparse figures: uncertain)",
 	}),
 	hw(ClassApple, effApple, Hardware{
 		Name: "m2-ultra", MemoryBytes: 192 * gb, BandwidthBytesPerSec: 0.800 * tbps,
-		Source: "Apple (FLOPs not in reference: no compute term)",
+		Source: "Apple (no FLOPs figure published: no compute term)",
 	}),
 	hw(ClassApple, effApple, Hardware{
 		Name: "m3-max", MemoryBytes: 128 * gb, BandwidthBytesPerSec: 0.400 * tbps,
@@ -182,15 +181,15 @@ var builtinHardware = []Hardware{
 	}),
 	hw(ClassApple, effApple, Hardware{
 		Name: "m1-max", MemoryBytes: 64 * gb, BandwidthBytesPerSec: 0.400 * tbps,
-		Source: "Apple M1 Max spec (400 GB/s, up to 64 GB); not in reference hardware.md: uncertain",
+		Source: "Apple M1 Max spec (400 GB/s, up to 64 GB); not cross-checked: uncertain",
 	}),
 	hw(ClassApple, effApple, Hardware{
 		Name: "m3-ultra", MemoryBytes: 512 * gb, BandwidthBytesPerSec: 0.819 * tbps,
-		Source: "Apple M3 Ultra spec (819 GB/s, up to 512 GB); not in reference hardware.md: uncertain",
+		Source: "Apple M3 Ultra spec (819 GB/s, up to 512 GB); not cross-checked: uncertain",
 	}),
 	hw(ClassApple, effApple, Hardware{
 		Name: "m4-pro", MemoryBytes: 64 * gb, BandwidthBytesPerSec: 0.273 * tbps,
-		Source: "Apple M4 Pro spec (273 GB/s, up to 64 GB); not in reference hardware.md: uncertain",
+		Source: "Apple M4 Pro spec (273 GB/s, up to 64 GB); not cross-checked: uncertain",
 	}),
 	hw(ClassCPU, effCPU, Hardware{
 		Name: "epyc-9004", MemoryBytes: 768 * gb, BandwidthBytesPerSec: 0.4608 * tbps,
@@ -207,10 +206,10 @@ var builtinHardware = []Hardware{
 	hw(ClassSRAM, effSRAM, Hardware{
 		Name: "groq-lpu", MemoryBytes: 0.23 * gb, BandwidthBytesPerSec: 80 * tbps,
 		BF16FLOPS: 188 * tflops, // FP16
-		Source:    "reference hardware.md: on-chip SRAM, many chips per model; efficiencies not calibrated",
+		Source:    "Groq LPU figures: on-chip SRAM, many chips per model; efficiencies not calibrated",
 	}),
 	hw(ClassSRAM, effSRAM, Hardware{
 		Name: "cerebras-wse-3", MemoryBytes: 44 * gb, BandwidthBytesPerSec: 21000 * tbps,
-		Source: "reference hardware.md: on-chip SRAM; FLOPs not given; efficiencies not calibrated",
+		Source: "Cerebras WSE-3 figures: on-chip SRAM; FLOPs not given; efficiencies not calibrated",
 	}),
 }

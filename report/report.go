@@ -172,29 +172,13 @@ func errorList(r metrics.Requests) string {
 	return strings.Join(parts, ", ")
 }
 
-// num formats a figure with about four significant digits; "-" when there
-// were no samples.
+// num formats a figure as metrics.Figure does; "-" when there were no
+// samples.
 func num(v float64, count int) string {
 	if count == 0 {
 		return "-"
 	}
-	switch a := abs(v); {
-	case a >= 1000:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 100:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.2f", v)
-	default:
-		return fmt.Sprintf("%.3f", v)
-	}
-}
-
-func abs(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
+	return metrics.Figure(v)
 }
 
 // serverMetricsNote is the line for the server's own /metrics means.

@@ -93,7 +93,7 @@ func (d Dist) Sample(r *rand.Rand) int {
 	return max(1, int(d.Mean))
 }
 
-// Fixed reports whether d always gives the same length.
+// IsFixed reports whether d always gives the same length.
 func (d Dist) IsFixed() bool { return d.Hi == 0 && d.StdDev == 0 }
 
 // String is the flag spelling of d.

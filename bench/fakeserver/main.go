@@ -68,6 +68,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tokbench/tokbench/internal/benchutil"
 	"github.com/tokbench/tokbench/wire"
 )
 
@@ -95,7 +96,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	raiseFileLimit()
+	benchutil.RaiseFileLimit()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fakeserver:", err)
@@ -156,14 +157,6 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 	l.accepted.Add(1)
 	return wire.StampConn(c), nil
-}
-
-func raiseFileLimit() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
 }
 
 // stream is one response being written.

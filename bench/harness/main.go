@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/benchutil"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
@@ -141,7 +142,7 @@ func run(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	raiseFileLimit()
+	benchutil.RaiseFileLimit()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -894,14 +895,6 @@ func memNow() (goBytes, rss int64) {
 		}
 	}
 	return goBytes, rss
-}
-
-func raiseFileLimit() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
 }
 
 type serverProc struct {

@@ -157,7 +157,8 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 	return root
 }
 
-// stdoutIsTerminal is the production terminal check for os.Stdout/os.Stderr.
+// fileIsTerminal is the production terminal check: w is an *os.File on a
+// terminal (os.Stdout, os.Stderr).
 func fileIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
