@@ -212,7 +212,10 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 	return cl.DoPrepared(ctx, cl.Prepare(req))
 }
 
-// DoPrepared is Do for a request built by Prepare.
+// DoPrepared is Do for a request built by Prepare. It is a request's whole
+// life in order — head timer, send, phases, status, redirect, errors,
+// stream decoding, clock clamps — kept in one function because each step
+// reads what the steps before it left in the Response and the trace.
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	resp := &Response{}
 	trace := &requestTrace{}

@@ -210,6 +210,10 @@ type Target struct {
 // Summarize folds the records of one level into its summary. durationS is
 // the level's wall time; when it is 0 or less it is taken from the records
 // (level start to the end of the last response).
+//
+// It is one pass over the records that gathers every distribution at once,
+// so each statistic counts the same requests; split, the dozen samples it
+// collects would travel between the parts.
 func Summarize(load Load, recs []Record, durationS float64) Level {
 	lv := Level{Load: load, Requests: Requests{Errors: map[string]int{}}}
 	var ttft, ttfvt, dtps, tpot, itl, e2e, e2etps, gaps, perChunk, queue, ttftS, e2eS, server []float64

@@ -32,7 +32,8 @@ type Page struct {
 // level with the most requests (TimelineLevel) shows output tokens/s and
 // requests in flight over time. Levels with SLO verdicts get a panel with
 // every objective's measured value, and the capacity and knee statements.
-// A print stylesheet sets the charts two to a row.
+// A print stylesheet sets the charts two to a row. It gathers the page's
+// data in the order the page shows it, then runs the template.
 func WriteHTML(w io.Writer, p Page) error {
 	s := p.Summary
 	d := htmlData{Title: "tokbench: " + s.Target.Model, Summary: s, Interrupted: s.Interrupted}

@@ -24,7 +24,9 @@ func JSON(w io.Writer, s metrics.Summary) error {
 
 // Table writes a human-readable table: one row per level. For decode TPS,
 // where higher is better, the second figure is the 5th percentile — the rate
-// 95% of requests beat — and is labelled "P95 (slowest 5%)".
+// 95% of requests beat — and is labelled "P95 (slowest 5%)". The columns
+// and the notes after them are written in the order they print, in one
+// function.
 func Table(w io.Writer, s metrics.Summary) error {
 	t := s.Target
 	sim := ""

@@ -322,6 +322,11 @@ func (e *Engine) Cancel(id uint64) bool {
 // Step runs one engine iteration and returns what it did. ok is false when
 // there is nothing to do (no running request, none waiting). When nothing
 // runs, engine time first jumps to the arrival of the next request.
+//
+// It is one function so the iteration reads in vLLM's scheduler's order
+// (make room in the KV cache, preempting; schedule running decodes and
+// prefill chunks; admit waiting requests; cost the step; the outcomes),
+// each part using what the one before decided.
 func (e *Engine) Step() (res StepResult, ok bool) {
 	if e.Idle() {
 		return StepResult{}, false

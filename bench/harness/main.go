@@ -122,6 +122,10 @@ func spread(v []float64) *Spread {
 	return &Spread{N: len(v), P50: metrics.Percentile(v, 50), P99: metrics.Percentile(v, 99), Max: v[len(v)-1], Min: v[0]}
 }
 
+// run parses the flags, starts the server and runs the scenarios asked
+// for, in order. It is long because it is the harness's table of contents:
+// one block per scenario, each a few lines calling the scenario's own
+// function.
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	levels := fs.String("levels", "1,100,1000,5000", "concurrent streams of the paced scenarios")

@@ -171,6 +171,11 @@ func (s Script) Text() string {
 	return b.String()
 }
 
+// handle serves one scripted answer, from the request to its last byte.
+// It is one function on purpose: its steps follow the Script's fields in
+// the order a real server meets them (reject, delay, headers, chunks,
+// faults, usage, end), and a reader checks a test's script against it top
+// to bottom.
 func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
