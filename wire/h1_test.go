@@ -192,18 +192,32 @@ func TestTransportRequestHead(t *testing.T) {
 	}
 }
 
+// countingTransport is NewTransport with its dials counted: a dial happens
+// before the request is written, so a refused request that dialed shows
+// at once, with no wait for the server to accept.
+func countingTransport() (*Transport, *atomic.Int64) {
+	t := NewTransport()
+	var n atomic.Int64
+	dial := t.Fallback.DialContext
+	t.Fallback.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		n.Add(1)
+		return dial(ctx, network, addr)
+	}
+	return t, &n
+}
+
 // TestTransportRejectsHeaderInjection: a header value with a line break
 // fails the request before anything is written.
 func TestTransportRejectsHeaderInjection(t *testing.T) {
 	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) { io.Copy(io.Discard, br) })
 	req, _ := http.NewRequest("GET", srv.url("/"), nil)
 	req.Header.Set("X-Evil", "a\r\nInjected: yes")
-	if _, err := (&http.Client{Transport: NewTransport()}).Do(req); err == nil || !strings.Contains(err.Error(), "invalid header") {
+	tr, dials := countingTransport()
+	if _, err := (&http.Client{Transport: tr}).Do(req); err == nil || !strings.Contains(err.Error(), "invalid header") {
 		t.Errorf("err = %v, want an invalid header error", err)
 	}
-	time.Sleep(20 * time.Millisecond)
-	if n := srv.conns.Load(); n != 0 {
-		t.Errorf("%d connections opened for a refused request", n)
+	if n := dials.Load(); n != 0 {
+		t.Errorf("%d connections dialed for a refused request", n)
 	}
 }
 
@@ -213,6 +227,7 @@ func TestTransportRejectsHeaderInjection(t *testing.T) {
 // (conn sees the close before sending).
 func TestTransportRetriesStaleIdle(t *testing.T) {
 	var bodies sync.Map
+	closed := make(chan int, 3)
 	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
 		_, body, err := readReq(br)
 		if err != nil {
@@ -220,7 +235,8 @@ func TestTransportRetriesStaleIdle(t *testing.T) {
 		}
 		bodies.Store(n, string(body))
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		// close without saying so
+		c.Close() // without saying so
+		closed <- n
 	})
 	client := &http.Client{Transport: NewTransport()}
 	for i := range 3 {
@@ -233,7 +249,7 @@ func TestTransportRetriesStaleIdle(t *testing.T) {
 		if string(b) != "ok" {
 			t.Fatalf("request %d: body %q", i, b)
 		}
-		time.Sleep(20 * time.Millisecond) // the server's close reaches the client
+		<-closed // the server has closed (loopback: its FIN is at the client)
 		if v, _ := bodies.Load(int(srv.conns.Load())); v != fmt.Sprintf("request %d", i) {
 			t.Errorf("request %d: the last connection got %q", i, v)
 		}
@@ -447,12 +463,13 @@ func TestTransportResendsOnClosedKeptConnection(t *testing.T) {
 // its answer ended (a server out of step) are no answer to the next
 // request, which goes on a new connection.
 func TestTransportIdleUnsolicited(t *testing.T) {
-	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) { strayAnswer(n, c, br) })
+	sent := make(chan struct{})
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) { strayAnswer(n, c, br, sent) })
 	client := &http.Client{Transport: NewTransport()}
 	if _, body := get(t, client, srv.url("/")); body != "ok" {
 		t.Fatalf("first body %q", body)
 	}
-	time.Sleep(100 * time.Millisecond) // the stray answer arrives
+	<-sent // the stray answer is on its way (loopback: in the client's socket)
 	if _, body := get(t, client, srv.url("/")); body != "fresh" {
 		t.Errorf("second body %q, want %q: a stray answer was taken for it", body, "fresh")
 	}
@@ -543,7 +560,8 @@ func TestTransportRejectsTargetInjection(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 		}
 	})
-	client := &http.Client{Transport: NewTransport()}
+	tr, dials := countingTransport()
+	client := &http.Client{Transport: tr}
 	req, _ := http.NewRequest("GET", srv.url("/"), nil)
 	req.Host = "model.internal\r\nX-Injected: yes"
 	if resp, err := client.Do(req); err == nil {
@@ -556,9 +574,8 @@ func TestTransportRejectsTargetInjection(t *testing.T) {
 		resp.Body.Close()
 		t.Error("a request target with a line break was sent")
 	}
-	time.Sleep(20 * time.Millisecond)
-	if n := srv.conns.Load(); n != 0 || injected.Load() {
-		t.Errorf("%d connections opened for refused requests; a header injected: %v", n, injected.Load())
+	if n := dials.Load(); n != 0 || injected.Load() {
+		t.Errorf("%d connections dialed for refused requests; a header injected: %v", n, injected.Load())
 	}
 }
 
@@ -647,15 +664,16 @@ func TestTransportBoundsTheHead(t *testing.T) {
 // strayAnswer serves a connection's requests, the first connection's first
 // one with an answer followed, 30 ms later, by a second nobody asked for
 // ("stale"); every other request gets "fresh".
-func strayAnswer(n int, w io.Writer, br *bufio.Reader) {
+func strayAnswer(n int, w io.Writer, br *bufio.Reader, sent chan<- struct{}) {
 	for i := 0; ; i++ {
 		if _, _, err := readReq(br); err != nil {
 			return
 		}
 		if n == 1 && i == 0 {
 			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(30 * time.Millisecond) // the client has taken its answer
 			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
+			close(sent)
 			continue
 		}
 		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")

@@ -269,9 +269,10 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 	cert := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate
 	cert.Close()
 	cfg := &tls.Config{Certificates: cert.TLS.Certificates, NextProtos: []string{"http/1.1"}}
+	sent := make(chan struct{})
 	srv := newRawServer(t, func(n int, c net.Conn, _ *bufio.Reader) {
 		tc := tls.Server(c, cfg)
-		strayAnswer(n, tc, bufio.NewReader(tc))
+		strayAnswer(n, tc, bufio.NewReader(tc), sent)
 	})
 	tr := trusting(cert)
 	defer tr.CloseIdleConnections()
@@ -280,7 +281,7 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 	if _, body := get(t, client, u); body != "ok" {
 		t.Fatalf("first body %q", body)
 	}
-	time.Sleep(100 * time.Millisecond) // the stray answer arrives
+	<-sent // the stray answer is on its way (loopback: in the client's socket)
 	if _, body := get(t, client, u); body != "fresh" {
 		t.Errorf("second body %q, want %q: a stray answer was taken for it", body, "fresh")
 	}

@@ -137,7 +137,22 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill() })
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	time.Sleep(700 * time.Millisecond) // the streams are running
+	// Both users' streams are running: each has sent a token chunk.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		running := 0
+		for _, st := range srv.Streams() {
+			if len(st.Flushes) > 0 {
+				running++
+			}
+		}
+		if running >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the streams never started")
+		}
+		time.Sleep(5 * time.Millisecond) // poll
+	}
 	cmd.Process.Signal(os.Interrupt)
 	select {
 	case err := <-done:
