@@ -59,6 +59,12 @@ TTFT, decode tokens/s, TPOT, ITL, E2E latency and aggregate throughput.
 Without --url it starts the embedded simulated server on loopback (Llama 3.1
 8B BF16 on one H100 SXM unless --model/--quant/--hardware/--gpus say
 otherwise) and benchmarks it over real HTTP.`,
+		Example: `  tokbench bench                                    # the embedded simulator, c=1,4,16
+  tokbench bench --url http://localhost:8000/v1 --concurrency 1,8,32 --out run-a
+  tokbench bench --url http://localhost:8080 --api auto --ignore-eos --output-tokens 256
+  tokbench bench --url https://api.example.com/v1 --model m --rate 2,5 --duration 60s
+  tokbench bench --url http://localhost:8000/v1 --profile chat --sweep auto
+  tokbench bench --url http://localhost:8000/v1 --dataset sharegpt.json --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), env, f, cmd)
@@ -97,7 +103,21 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.continuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM or tokbench's simulator), on, off; openai-chat and openai-completions only")
 	f.lf.register(fl)
 	f.nf.register(fl)
+	groupedHelp(cmd, benchFlagGroups)
 	return cmd
+}
+
+// benchFlagGroups are bench's flags in its help, by purpose.
+var benchFlagGroups = []flagGroup{
+	{"Target", []string{"url", "api", "model", "header", "api-key-env", "api-key-file", "insecure", "ca-cert", "http2", "redirects"}},
+	{"Load", []string{"concurrency", "rate", "arrival", "burstiness", "max-concurrency", "requests", "duration", "warmup",
+		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "think-time", "shard", "start-at"}},
+	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "tokenizer", "prefix-tokens",
+		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
+	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "quant", "gpus", "params", "price-in", "price-out",
+		"gpu-hour-price", "server-metrics"}},
+	{"Failures and limits", []string{"timeout", "stall-timeout", "retry", "max-error-rate", "grace"}},
+	{"Output", []string{"out", "replace", "format", "metrics-addr", "engine", "label", "help"}},
 }
 
 func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) error {

@@ -153,6 +153,9 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
 		c.SilenceErrors = true
+		if c.Name() != "bench" && c.Name() != "help" && c.Name() != "completion" {
+			groupedHelp(c, nil) // flags wrapped at helpWidth, under "Flags"
+		}
 	}
 	return root
 }

@@ -51,7 +51,7 @@ stderr.`,
 	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
 	fl.Float64Var(&f.minChange, "min-change", 2, "smallest change in percent called better or worse")
-	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVar(&f.format, "format", "table", "output format: table or json")
 	return cmd
 }
 
@@ -69,10 +69,13 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 	if f.minChange < 0 {
 		return usagef("--min-change: must not be negative, got %g", f.minChange)
 	}
-	if f.format != "text" && f.format != "json" {
-		return usagef("--format: unknown %q (known: text, json)", f.format)
+	if f.format == "text" {
+		f.format = "table" // the spelling before every command said table
 	}
-	text := f.format == "text"
+	if f.format != "table" && f.format != "json" {
+		return usagef("--format: unknown %q (known: table, json)", f.format)
+	}
+	text := f.format == "table"
 	runs := make([]*compare.Run, len(dirs))
 	for i, d := range dirs {
 		r, err := compare.Load(d)
