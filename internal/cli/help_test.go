@@ -28,7 +28,13 @@ func TestHelpGroupedAndWrapped(t *testing.T) {
 			}
 		}
 		for _, name := range []string{"url", "concurrency", "input-tokens", "slo", "timeout", "out", "redirects"} {
-			if n := strings.Count(out, "--"+name+" "); n != 1 {
+			n := 0
+			for _, l := range strings.Split(out, "\n") {
+				if f := strings.Fields(l); len(f) > 0 && f[0] == "--"+name {
+					n++
+				}
+			}
+			if n != 1 {
 				t.Errorf("bench --help lists --%s %d times", name, n)
 			}
 		}
