@@ -42,10 +42,6 @@ func (n *netFlags) register(fl *pflag.FlagSet) {
 // (empty when not given).
 func (n *netFlags) validate() (string, error) {
 	switch {
-	case n.retry < 0:
-		return "", usagef("--retry: must be 0 or more, got %d", n.retry)
-	case n.maxErrorRate < 0 || n.maxErrorRate > 1:
-		return "", usagef("--max-error-rate: must be between 0 and 1, got %g", n.maxErrorRate)
 	case n.connections != "warm" && n.connections != "cold":
 		return "", usagef("--connections: want warm or cold, got %q", n.connections)
 	case n.redirects != "none" && n.redirects != "same-origin":

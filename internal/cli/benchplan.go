@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -107,11 +106,17 @@ func (f *benchFlags) plan(env Env, set func(string) bool) (*benchmark.Plan, erro
 		}
 	}
 	p.Secrets = append(p.Secrets, api.URLSecrets(f.url)...)
-	if p.Levels, err = f.levels(); err != nil {
+	spec, err := f.levelSpec()
+	if err != nil {
 		return nil, err
 	}
-	p.SweepLevel = load.Level{Requests: f.requests, Duration: f.duration, Warmup: f.warmup,
-		Steps: f.lf.steps, ThinkTime: f.lf.thinkTime, RampUp: f.lf.rampUp, Lockstep: f.lf.lockstep}
+	p.Levels, p.SweepLevel = spec.Levels(), spec.SweepLevel()
+	if p.Sweep != nil {
+		p.Levels = nil // the sweep picks its levels from results
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	p.Meta = f.meta(p.Workload)
 	p.Config = f.config(keyEnv, p)
 	return p, nil
@@ -149,8 +154,6 @@ func (f *benchFlags) checkLoad(set func(string) bool) error {
 		return usagef("--duration: must be positive, got %s", f.duration)
 	case f.warmup < 0:
 		return usagef("--warmup: must be 0 or more, got %d", f.warmup)
-	case f.timeout < 0 || f.stallTimeout < 0 || f.grace < 0:
-		return usagef("--timeout, --stall-timeout and --grace must not be negative")
 	case f.gpus < 0:
 		return usagef("--gpus: must be positive, got %d", f.gpus)
 	case f.paramsB < 0:
@@ -159,65 +162,24 @@ func (f *benchFlags) checkLoad(set func(string) bool) error {
 	return nil
 }
 
-// levels are the planned levels: one per rate or concurrency (times each
-// input length of a sweep), this shard's part of each.
-func (f *benchFlags) levels() ([]load.Level, error) {
-	var levels []load.Level
+// levelSpec is the load the flags ask for.
+func (f *benchFlags) levelSpec() (benchmark.LevelSpec, error) {
+	spec := benchmark.LevelSpec{
+		Arrival: metrics.Arrival(f.arrival), Burstiness: f.burstiness, MaxInFlight: f.maxConcurrency,
+		Requests: f.requests, Duration: f.duration, Warmup: f.warmup, Seed: f.seed,
+		Steps: f.lf.steps, ThinkTime: f.lf.thinkTime, RampUp: f.lf.rampUp, Lockstep: f.lf.lockstep,
+		Shard: f.lf.shard,
+	}
+	for _, d := range f.wl.inputs {
+		spec.InputTokens = append(spec.InputTokens, int(d.Mean))
+	}
+	var err error
 	if f.rate != "" {
-		rates, err := parseFloatList("--rate", f.rate)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rates {
-			n := f.requests
-			if n == 0 && f.duration == 0 {
-				n = max(int(math.Ceil(10*r)), 16)
-			}
-			levels = append(levels, load.Level{
-				Load:     metrics.Load{Mode: metrics.ModeRate, RateRPS: r, Arrival: metrics.Arrival(f.arrival)},
-				Requests: n, Duration: f.duration, Warmup: f.warmup,
-				Burstiness: f.burstiness, MaxInFlight: f.maxConcurrency, Seed: f.seed,
-			})
-		}
-	} else {
-		conc, err := parseIntList("--concurrency", f.concurrency, 1)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range conc {
-			n := f.requests
-			if n == 0 && f.duration == 0 {
-				n = max(4*c, 16)
-			}
-			levels = append(levels, load.Level{
-				Load:     metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c},
-				Requests: n, Duration: f.duration, Warmup: f.warmup, Seed: f.seed,
-			})
-		}
+		spec.Rates, err = parseFloatList("--rate", f.rate)
+	} else if f.lf.sweep == "" {
+		spec.Concurrency, err = parseIntList("--concurrency", f.concurrency, 1)
 	}
-	levels = f.lf.shardLevels(f.wl.sweep(levels))
-	closed := f.lf.autoSweep != nil
-	for _, lv := range levels {
-		if lv.Load.Mode == metrics.ModeConcurrency {
-			closed = true
-			if lv.Load.Concurrency == 0 {
-				return nil, usagef("--shard: shard %s of a level with fewer users than shards has no users; give each level at least %d",
-					f.lf.shardSpec, f.lf.shard.Count)
-			}
-		}
-		if lv.Requests == 0 && lv.Duration == 0 && f.requests > 0 {
-			return nil, usagef("--shard: shard %s of --requests %d sends none; give at least %d", f.lf.shardSpec, f.requests, f.lf.shard.Count)
-		}
-	}
-	if r := f.lf.rampUp; r > 0 {
-		if f.duration > 0 && r >= f.duration {
-			return nil, usagef("--ramp-up: %s is not shorter than --duration %s, so the last users would never start", r, f.duration)
-		}
-		if !closed {
-			return nil, usagef("--ramp-up: applies to closed-loop levels (--concurrency); --rate levels send on their own schedule")
-		}
-	}
-	return levels, nil
+	return spec, err
 }
 
 // meta is run.json's like-for-like metadata from the flags.

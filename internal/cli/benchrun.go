@@ -84,8 +84,6 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 		l.slos = slos
 	}
 	switch {
-	case l.repeat < 1:
-		return usagef("--repeat: must be at least 1, got %d", l.repeat)
 	case l.priceIn < 0 || l.priceOut < 0 || l.gpuHour < 0:
 		return usagef("--price-in, --price-out and --gpu-hour-price must not be negative")
 	case l.gpuHour > 0 && (l.priceIn > 0 || l.priceOut > 0):
@@ -126,9 +124,6 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	if l.rampUp < 0 {
 		return usagef("--ramp-up: must not be negative")
 	}
-	if l.lockstep && l.rampUp > 0 {
-		return usagef("--lockstep: starts every user at once; it cannot go with --ramp-up")
-	}
 	switch l.sweep {
 	case "":
 	case "auto":
@@ -144,19 +139,6 @@ func (l *loadFlags) validate(f *benchFlags, set func(string) bool) error {
 	}
 	l.prices = metrics.Prices{InputPerMillion: l.priceIn, OutputPerMillion: l.priceOut, GPUHour: l.gpuHour, GPUs: max(f.gpus, 1)}
 	return nil
-}
-
-// shardLevels gives the closed-loop levels their --ramp-up, --lockstep,
-// --steps and --think-time, and returns this shard's part of each.
-func (l *loadFlags) shardLevels(levels []load.Level) []load.Level {
-	for i := range levels {
-		levels[i].Steps, levels[i].ThinkTime = l.steps, l.thinkTime
-		if levels[i].Load.Mode == metrics.ModeConcurrency {
-			levels[i].RampUp, levels[i].Lockstep = l.rampUp, l.lockstep
-		}
-		levels[i] = l.shard.Apply(levels[i])
-	}
-	return levels
 }
 
 // describe is the load part of run.json's configuration.

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tokbench/tokbench/benchmark"
-	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/tokenize"
 	"github.com/tokbench/tokbench/workload"
 )
@@ -105,21 +104,6 @@ func (w *workloadFlags) validate(f *benchFlags, set func(string) bool) error {
 		}
 	}
 	return nil
-}
-
-// sweep makes input length a level dimension: every level once per length.
-func (w *workloadFlags) sweep(levels []load.Level) []load.Level {
-	if len(w.inputs) < 2 {
-		return levels
-	}
-	var out []load.Level
-	for _, d := range w.inputs {
-		for _, lv := range levels {
-			lv.Load.InputTokens = int(d.Mean)
-			out = append(out, lv)
-		}
-	}
-	return out
 }
 
 // plan is the validated workload as the plan's.

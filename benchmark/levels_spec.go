@@ -1,0 +1,128 @@
+package benchmark
+
+import (
+	"math"
+	"time"
+
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// LevelSpec is the load asked for: closed-loop users per level, or
+// open-loop rates, what each level sends, and this process's shard of it.
+type LevelSpec struct {
+	Concurrency []int     // one closed-loop level each
+	Rates       []float64 // one open-loop level each (instead of Concurrency)
+	Arrival     metrics.Arrival
+	Burstiness  float64
+	MaxInFlight int // open loop: cap on requests in flight (0: none)
+	// Requests per level (0: max(4×users, 16), or max(10×rate, 16));
+	// with Duration, a cap.
+	Requests int
+	Duration time.Duration
+	Warmup   int
+	Seed     uint64
+	// InputTokens, with two or more lengths, makes input length a level
+	// dimension: every level once per length.
+	InputTokens []int
+	Steps       int
+	ThinkTime   time.Duration
+	RampUp      time.Duration
+	Lockstep    bool
+	Shard       load.Shard
+}
+
+// Levels are the spec's levels, this shard's part of each.
+func (s LevelSpec) Levels() []load.Level {
+	var levels []load.Level
+	for _, r := range s.Rates {
+		n := s.Requests
+		if n == 0 && s.Duration == 0 {
+			n = max(int(math.Ceil(10*r)), 16)
+		}
+		levels = append(levels, load.Level{
+			Load:     metrics.Load{Mode: metrics.ModeRate, RateRPS: r, Arrival: s.Arrival},
+			Requests: n, Duration: s.Duration, Warmup: s.Warmup,
+			Burstiness: s.Burstiness, MaxInFlight: s.MaxInFlight, Seed: s.Seed,
+		})
+	}
+	for _, c := range s.Concurrency {
+		n := s.Requests
+		if n == 0 && s.Duration == 0 {
+			n = max(4*c, 16)
+		}
+		levels = append(levels, load.Level{
+			Load:     metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c},
+			Requests: n, Duration: s.Duration, Warmup: s.Warmup, Seed: s.Seed,
+		})
+	}
+	if len(s.InputTokens) > 1 {
+		var swept []load.Level
+		for _, in := range s.InputTokens {
+			for _, lv := range levels {
+				lv.Load.InputTokens = in
+				swept = append(swept, lv)
+			}
+		}
+		levels = swept
+	}
+	for i := range levels {
+		levels[i].Steps, levels[i].ThinkTime = s.Steps, s.ThinkTime
+		if levels[i].Load.Mode == metrics.ModeConcurrency {
+			levels[i].RampUp, levels[i].Lockstep = s.RampUp, s.Lockstep
+		}
+		levels[i] = s.Shard.Apply(levels[i])
+	}
+	return levels
+}
+
+// SweepLevel is what each level of an automatic sweep sends.
+func (s LevelSpec) SweepLevel() load.Level {
+	return load.Level{Requests: s.Requests, Duration: s.Duration, Warmup: s.Warmup,
+		Steps: s.Steps, ThinkTime: s.ThinkTime, RampUp: s.RampUp, Lockstep: s.Lockstep}
+}
+
+// Validate checks what the plan's levels and client options can run; the
+// error is an InputError naming the bench flag.
+func (p *Plan) Validate() error {
+	c := p.Client
+	switch {
+	case c.Timeout < 0 || c.StallTimeout < 0 || c.Grace < 0:
+		return inputErrorf("--timeout, --stall-timeout and --grace must not be negative")
+	case c.Retry < 0:
+		return inputErrorf("--retry: must be 0 or more, got %d", c.Retry)
+	case c.MaxErrorRate < 0 || c.MaxErrorRate > 1:
+		return inputErrorf("--max-error-rate: must be between 0 and 1, got %g", c.MaxErrorRate)
+	case p.Repeat < 1:
+		return inputErrorf("--repeat: must be at least 1, got %d", p.Repeat)
+	case len(p.Levels) == 0 && p.Sweep == nil:
+		return inputErrorf("--concurrency, --rate or --sweep: no level to run")
+	case p.Workload.Tokenizer == nil || len(p.Workload.Inputs) == 0:
+		return inputErrorf("--input-tokens and --tokenizer: no workload")
+	}
+	closed := p.Sweep != nil
+	levels := append([]load.Level{p.SweepLevel}, p.Levels...)
+	for i, lv := range levels {
+		planned := i > 0
+		if planned && lv.Load.Mode == metrics.ModeConcurrency {
+			closed = true
+			if lv.Load.Concurrency < 1 {
+				return inputErrorf("--shard: shard %d/%d of a level with fewer users than shards has no users; give each level at least %d",
+					p.Shard.Index, p.Shard.Count, p.Shard.Count)
+			}
+		}
+		if planned && lv.Requests == 0 && lv.Duration == 0 {
+			return inputErrorf("--shard: shard %d/%d of --requests sends none; give at least %d", p.Shard.Index, p.Shard.Count, p.Shard.Count)
+		}
+		if lv.Lockstep && lv.RampUp > 0 {
+			return inputErrorf("--lockstep: starts every user at once; it cannot go with --ramp-up")
+		}
+		if lv.RampUp > 0 && lv.Duration > 0 && lv.RampUp >= lv.Duration {
+			return inputErrorf("--ramp-up: %s is not shorter than --duration %s, so the last users would never start", lv.RampUp, lv.Duration)
+		}
+	}
+	if p.SweepLevel.RampUp > 0 && !closed {
+		return inputErrorf("--ramp-up: applies to closed-loop levels (--concurrency); --rate levels send on their own schedule")
+	}
+	return nil
+}
