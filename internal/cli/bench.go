@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/benchmark"
+	"github.com/tokbench/tokbench/live"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
@@ -137,24 +138,29 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		}
 		defer w.Close()
 	}
-	var charts *termCharts
+	var charts *live.Recorder // what the terminal charts draw, when stdout is a terminal
+	if env.isTerminal(env.Stdout) {
+		charts = &live.Recorder{}
+	}
 	hooks := benchmark.Hooks{
 		Out:    w,
 		Notice: func(s string) { fmt.Fprintln(env.Stderr, "tokbench: "+s) },
 		Runner: func(r *load.Runner) error {
-			if _, err := startLive(ctx, env, f.nf.metricsAddr, r); err != nil {
+			if err := startLive(ctx, env, f.nf.metricsAddr, r); err != nil {
 				return err
 			}
-			charts = newTermCharts(env, r) // after the live exporter chained onto the Sink
+			charts.Attach(r)
 			return nil
 		},
-		Level: func(r *load.Runner, lv load.Level) func() { return startProgress(env, r, lv) },
+	}
+	if env.isTerminal(env.Stderr) {
+		hooks.Level = func(r *load.Runner, lv load.Level) func() { return live.Progress(env.Stderr, r, lv) }
 	}
 	res, err := benchmark.Run(ctx, plan, hooks)
 	if err != nil {
 		return err
 	}
-	charts.renumber(res.NewIndex)
+	charts.Renumber(res.NewIndex)
 	if res.WriteErr != nil {
 		fmt.Fprintf(env.Stderr, "tokbench: %v\n", res.WriteErr)
 	}
@@ -167,8 +173,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	case "csv":
 		err = report.CSV(env.Stdout, summary)
 	default:
-		if err = report.Table(env.Stdout, summary); err == nil {
-			err = charts.write(env.Stdout, summary)
+		if err = report.Table(env.Stdout, summary); err == nil && charts != nil {
+			err = report.TerminalCharts(env.Stdout, summary, charts.Records(), termWidth(env))
 		}
 	}
 	switch {
@@ -186,46 +192,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	return nil
 }
 
-// startProgress prints a live line per level to stderr when it is a
-// terminal, and returns the function that ends it.
-func startProgress(env Env, r *load.Runner, lv load.Level) func() {
-	if !env.isTerminal(env.Stderr) {
-		return func() {}
+// termWidth is the terminal's width from $COLUMNS (100 when unset), at
+// most 160.
+func termWidth(env Env) int {
+	if n, err := strconv.Atoi(env.Getenv("COLUMNS")); err == nil && n > 0 {
+		return min(n, 160)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(env.Stderr, "\r\033[K")
-				return
-			case <-t.C:
-				start := time.Unix(0, r.Progress.Start.Load())
-				el := time.Since(start).Seconds()
-				tps := 0.0
-				if el > 0 {
-					tps = float64(r.Progress.Tokens.Load()) / el
-				}
-				total := "?"
-				if lv.Requests > 0 {
-					total = fmt.Sprint(lv.Requests)
-				}
-				extra := ""
-				if n := r.Progress.Retries.Load(); n > 0 {
-					extra += fmt.Sprintf("  %d retries", n)
-				}
-				if n := r.Progress.Reconnects.Load(); n > 0 {
-					extra += fmt.Sprintf("  %d resent on a new connection", n)
-				}
-				fmt.Fprintf(env.Stderr, "\r\033[K%s  %d/%s done  %d errors%s  %.0f tok/s  %.0fs",
-					lv.Load, r.Progress.Done.Load(), total, r.Progress.Failed.Load(), extra, tps, el)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return 100
 }

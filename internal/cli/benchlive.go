@@ -11,14 +11,14 @@ import (
 
 // startLive serves live Prometheus metrics of the run on --metrics-addr;
 // nil when the flag is not set.
-func startLive(ctx context.Context, env Env, addr string, runner *load.Runner) (*live.Exporter, error) {
+func startLive(ctx context.Context, env Env, addr string, runner *load.Runner) error {
 	if addr == "" {
-		return nil, nil
+		return nil
 	}
 	e := live.New(func() float64 { return float64(runner.Progress.InFlight.Load()) })
 	url, err := e.Serve(ctx, addr)
 	if err != nil {
-		return nil, usagef("--metrics-addr: %v", err)
+		return usagef("--metrics-addr: %v", err)
 	}
 	next := runner.Sink
 	runner.Sink = func(rec metrics.Record) {
@@ -28,5 +28,5 @@ func startLive(ctx context.Context, env Env, addr string, runner *load.Runner) (
 		e.Observe(rec)
 	}
 	fmt.Fprintf(env.Stderr, "tokbench: live metrics at %s\n", url)
-	return e, nil
+	return nil
 }

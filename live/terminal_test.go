@@ -1,0 +1,44 @@
+package live
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+)
+
+func TestProgressLine(t *testing.T) {
+	var p load.Progress
+	p.Start.Store(time.Now().Add(-2 * time.Second).UnixNano())
+	p.Done.Store(5)
+	p.Failed.Store(1)
+	p.Tokens.Store(400)
+	p.Retries.Store(2)
+	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 4}, Requests: 16}
+	got := progressLine(&p, lv)
+	for _, want := range []string{"c=4", "5/16 done", "1 errors", "2 retries", "200 tok/s", "2s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress line %q lacks %q", got, want)
+		}
+	}
+}
+
+func TestRecorderRenumbers(t *testing.T) {
+	var r load.Runner
+	c := &Recorder{}
+	c.Attach(&r)
+	r.Sink(metrics.Record{Level: 0, OK: true, TTFTMs: 5})
+	r.Sink(metrics.Record{Level: 1, OK: false})
+	c.Renumber([]int{1, 0})
+	recs := c.Records()
+	if len(recs) != 2 || recs[0].Level != 1 || recs[1].Level != 0 || recs[0].TTFTMs != 5 {
+		t.Errorf("records %+v", recs)
+	}
+	var none *Recorder
+	none.Attach(&r) // a nil Recorder keeps nothing and does not panic
+	if none.Records() != nil {
+		t.Error("a nil Recorder returned records")
+	}
+}
