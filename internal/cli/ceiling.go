@@ -2,7 +2,7 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +64,6 @@ mixture-of-experts model, a smaller model or lower precision, or more GPUs.`,
 // ceilingDeployment turns the flags into a deployment, or a usage error
 // naming the flag.
 func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment, string, []string, error) {
-	var notes []string
 	switch {
 	case f.format != "table" && f.format != "json":
 		return physics.Deployment{}, "", nil, usagef("--format: unknown %q (known: table, json)", f.format)
@@ -81,71 +80,18 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 	case cmd.Flags().Changed("params") && !(f.paramsB > 0):
 		return physics.Deployment{}, "", nil, usagef("--params: %g is not a positive number of billions", f.paramsB)
 	}
-	cat := physics.Default()
-	if f.catalog != "" {
-		var err error
-		if cat, err = physics.LoadCatalog(f.catalog); err != nil {
-			return physics.Deployment{}, "", nil, usagef("--catalog: %v", err)
+	d, engine, notes, err := physics.Resolve(physics.Spec{
+		Model: f.model, ParamsB: f.paramsB, GGUF: f.gguf, Quant: f.quant, KVQuant: f.kvQuant,
+		Hardware: f.hardware, Engine: f.engine, GPUs: f.gpus, Context: f.context,
+		PromptTokens: f.promptTokens, Catalog: f.catalog,
+	})
+	if se, ok := errors.AsType[*physics.SpecError](err); ok {
+		if _, unknown := errors.AsType[*physics.UnknownError](se.Err); unknown {
+			return d, "", nil, benchmark.UnknownInput("--"+se.Field, se.Err)
 		}
+		return d, "", nil, usagef("--%s: %v", se.Field, se.Err)
 	}
-	var m physics.Model
-	var w physics.Precision
-	var err error
-	switch {
-	case f.gguf != "":
-		var note string
-		if m, w, note, err = physics.FromGGUF(f.gguf); err != nil {
-			return physics.Deployment{}, "", nil, usagef("--gguf: %v", err)
-		}
-		notes = append(notes, note)
-	case f.paramsB > 0:
-		if _, err := cat.LookupModel(f.model); f.model != "" && err == nil {
-			return physics.Deployment{}, "", nil, usagef("--params: %q is a catalog model; give --model or --params, not both", f.model)
-		}
-		name := f.model
-		if name == "" {
-			name = fmt.Sprintf("dense-%gb", f.paramsB)
-		}
-		m = physics.Model{Name: name, TotalParams: f.paramsB * 1e9, ActiveParams: f.paramsB * 1e9,
-			Source: "--params: dense model, architecture unknown"}
-		notes = append(notes, "--params: architecture unknown, so all parameters count as read per token and the KV cache is not computed")
-	case f.model == "":
-		return physics.Deployment{}, "", nil, usagef("--model: required (or --params for a dense model of that many billion parameters)")
-	default:
-		var err error
-		if m, err = cat.LookupModel(f.model); err != nil {
-			return physics.Deployment{}, "", nil, benchmark.UnknownInput("--model", err)
-		}
-	}
-	if f.gguf == "" {
-		if w, err = cat.LookupPrecision(f.quant); err != nil {
-			return physics.Deployment{}, "", nil, benchmark.UnknownInput("--quant", err)
-		}
-	}
-	kv, err := cat.LookupPrecision(f.kvQuant)
-	if err != nil {
-		return physics.Deployment{}, "", nil, benchmark.UnknownInput("--kv-quant", err)
-	}
-	h, err := cat.LookupHardware(f.hardware)
-	if err != nil {
-		return physics.Deployment{}, "", nil, benchmark.UnknownInput("--hardware", err)
-	}
-	engine := "hardware default"
-	if f.engine != "" {
-		e, err := cat.LookupEngine(f.engine)
-		if err != nil {
-			return physics.Deployment{}, "", nil, benchmark.UnknownInput("--engine", err)
-		}
-		h = e.Apply(h)
-		engine = e.Name
-	}
-	if m.MaxContext > 0 && f.context+f.promptTokens > m.MaxContext && f.context > m.MaxContext {
-		notes = append(notes, fmt.Sprintf("--context %d exceeds %s's maximum context of %d", f.context, m.Name, m.MaxContext))
-	}
-	if h.BF16FLOPS == 0 {
-		notes = append(notes, fmt.Sprintf("%s has no FLOPs figure in the catalog: no compute term, no prefill floor", h.Name))
-	}
-	return physics.Deployment{Model: m, Weights: w, KVCache: kv, Hardware: h, GPUs: f.gpus}, engine, notes, nil
+	return d, engine, notes, err
 }
 
 func runCeiling(env Env, f *ceilingFlags, cmd *cobra.Command) error {
