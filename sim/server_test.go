@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -589,6 +590,29 @@ func TestContinuousUsageStats(t *testing.T) {
 		}
 		if running != 40 || !multi {
 			t.Errorf("asked %v: %d tokens in the chunks (want 40), a chunk of several tokens: %v", asked, running, multi)
+		}
+	}
+}
+
+// TestPresetErrors: a preset out of range or not in the catalog names the
+// field at fault.
+func TestPresetErrors(t *testing.T) {
+	good := Preset{Model: DefaultModel, Quant: DefaultQuant, Hardware: DefaultHardware, GPUs: 1, MaxBatch: 8, MaxBatchedTokens: 512}
+	if _, err := good.Config(); err != nil {
+		t.Fatal(err)
+	}
+	for field, mod := range map[string]func(*Preset){
+		"gpus":               func(p *Preset) { p.GPUs = 0 },
+		"max-batched-tokens": func(p *Preset) { p.SpecDraftTokens, p.MaxBatchedTokens = 8, 4 },
+		"spec-acceptance":    func(p *Preset) { p.SpecAcceptance = 2 },
+		"hardware":           func(p *Preset) { p.Hardware = "h9000" },
+		"model":              func(p *Preset) { p.Model = "llama-3.1-405b" }, // does not fit on one H100
+	} {
+		p := good
+		mod(&p)
+		_, err := p.Config()
+		if pe, ok := errors.AsType[*PresetError](err); !ok || pe.Field != field {
+			t.Errorf("%s: %v, want a PresetError of that field", field, err)
 		}
 	}
 }

@@ -3,12 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tokbench/tokbench/physics"
 	"github.com/tokbench/tokbench/sim"
 )
 
@@ -40,50 +38,17 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 
 // config validates the flags and builds the simulator configuration.
 func (f *simFlags) config() (sim.Config, error) {
-	cfg := sim.DefaultConfig()
-	switch {
-	case f.gpus < 1:
-		return cfg, usagef("--gpus: must be at least 1, got %d", f.gpus)
-	case f.maxBatch < 1:
-		return cfg, usagef("--max-batch: must be at least 1, got %d", f.maxBatch)
-	case f.maxTokens < 1:
-		return cfg, usagef("--max-batched-tokens: must be at least 1, got %d", f.maxTokens)
-	case f.meanOutput < 0:
-		return cfg, usagef("--mean-output-tokens: must be 0 or more, got %d", f.meanOutput)
-	case f.specDraft < 0:
-		return cfg, usagef("--spec-draft-tokens: must be 0 or more, got %d", f.specDraft)
-	case f.specAccept < 0 || f.specAccept > 1 || math.IsNaN(f.specAccept):
-		return cfg, usagef("--spec-acceptance: must be between 0 and 1, got %v", f.specAccept)
-	case f.specCost < 0 || math.IsNaN(f.specCost):
-		return cfg, usagef("--spec-draft-cost: must be 0 or more, got %v", f.specCost)
-	case f.maxTokens < 1+f.specDraft:
-		return cfg, usagef("--max-batched-tokens: %d cannot hold one speculative step of %d tokens (--spec-draft-tokens + 1)",
-			f.maxTokens, 1+f.specDraft)
+	cfg, err := sim.Preset{
+		Model: f.model, Quant: f.quant, Hardware: f.hardware, GPUs: f.gpus,
+		MaxBatch: f.maxBatch, MaxBatchedTokens: f.maxTokens, Seed: f.seed, MeanOutputTokens: f.meanOutput,
+		SpecDraftTokens: f.specDraft, SpecAcceptance: f.specAccept, SpecDraftCost: f.specCost,
+	}.Config()
+	if pe, ok := errors.AsType[*sim.PresetError](err); ok {
+		return cfg, usagef("--%s: %v", pe.Field, pe.Err)
 	}
-	cfg.Model, cfg.Quant, cfg.Hardware, cfg.GPUs = f.model, f.quant, f.hardware, f.gpus
-	cfg.Engine = sim.EngineConfig{
-		MaxNumSeqs: f.maxBatch, MaxBatchedTokens: f.maxTokens, Seed: f.seed,
-		MeanOutputTokens: f.meanOutput,
-	}
-	if f.specDraft > 0 {
-		cfg.Engine.Spec = sim.Spec{DraftTokens: f.specDraft, Acceptance: f.specAccept, DraftCostRatio: f.specCost}
-	}
-	cost, err := sim.DeploymentCost(f.model, f.quant, f.hardware, f.gpus)
 	if err != nil {
-		var ue *physics.UnknownError
-		if errors.As(err, &ue) {
-			flag := map[string]string{"model": "--model", "precision": "--quant", "hardware": "--hardware"}[ue.Kind]
-			if flag != "" {
-				return cfg, usagef("%s: %v", flag, ue)
-			}
-		}
-		return cfg, usagef("%v", err)
+		return cfg, usagef("%v", err) // a deployment the physics cannot cost
 	}
-	if cost.KVCapacityTokens() < 2 {
-		return cfg, usagef("--model %s in %s does not fit on %d× %s (raise --gpus or lower --quant)",
-			f.model, f.quant, f.gpus, f.hardware)
-	}
-	cfg.Cost = cost
 	return cfg, nil
 }
 
