@@ -107,3 +107,44 @@ func ptr(v float64) *float64 {
 	}
 	return &v
 }
+
+// Outcome is one run compared with the base: the comparison and, when
+// conditions were given, each condition's verdict at each level.
+type Outcome struct {
+	B     *Run
+	Diff  *Diff
+	Trips []Trip
+}
+
+// All compares every run of others with base and checks conds (parsed
+// from failIf) on each, returning the outcomes and the JSON report of
+// them all. A gate fails when a condition holds significantly; a run that
+// shares no level with base is in Nothing, since nothing compared is no
+// gate passed.
+func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string) ([]Outcome, Report, []string) {
+	rep := Report{Schema: JSONSchema, Alpha: opt.Alpha, MinChange: opt.MinChange, Comparisons: []JSONDiff{}}
+	if len(conds) > 0 {
+		rep.Gate = &JSONGate{Conditions: failIf, Trips: []JSONTrip{}}
+	}
+	var outs []Outcome
+	var nothing []string
+	for _, b := range others {
+		o := Outcome{B: b, Diff: Compare(base, b, opt)}
+		if len(o.Diff.Levels) == 0 {
+			nothing = append(nothing, b.Dir)
+		}
+		rep.Comparisons = append(rep.Comparisons, o.Diff.JSON())
+		if len(conds) > 0 {
+			o.Trips = o.Diff.Check(conds)
+			for _, t := range o.Trips {
+				rep.Gate.Trips = append(rep.Gate.Trips, JSONTrip{B: b.Dir, Load: t.Load, Cond: t.Cond.Expr,
+					Holds: t.Holds, Fails: t.Fails, Reason: t.Reason})
+				if t.Fails {
+					rep.Gate.Failed = true
+				}
+			}
+		}
+		outs = append(outs, o)
+	}
+	return outs, rep, nothing
+}

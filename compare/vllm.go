@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -328,4 +330,28 @@ func (v *vllmResult) stats(metric string, count int) metrics.Stats {
 		}
 	}
 	return s
+}
+
+// WriteDir writes the import as a run directory: run.json, summary.json,
+// and requests.jsonl when vLLM's per-request lists gave records (without
+// them there is no requests.jsonl, rather than an empty one).
+func (imp *Imported) WriteDir(dir string) error {
+	w, err := results.Create(dir)
+	if err != nil {
+		return err
+	}
+	err = w.WriteRun(imp.Run)
+	for i := 0; err == nil && i < len(imp.Records); i++ {
+		err = w.Append(imp.Records[i])
+	}
+	if err == nil {
+		err = w.WriteSummary(imp.Summary)
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !imp.Detailed {
+		err = os.Remove(filepath.Join(dir, results.RequestsFile))
+	}
+	return err
 }

@@ -88,51 +88,35 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 	if f.minChange == 0 {
 		opt.MinChange = 1e-12
 	}
-	var failed, nothing []string
-	rep := compare.Report{Schema: compare.JSONSchema, Alpha: opt.Alpha, MinChange: opt.MinChange, Comparisons: []compare.JSONDiff{}}
-	if len(conds) > 0 {
-		rep.Gate = &compare.JSONGate{Conditions: f.failIf, Trips: []compare.JSONTrip{}}
-	}
-	for i, b := range runs[1:] {
+	outs, rep, nothing := compare.All(runs[0], runs[1:], opt, conds, f.failIf)
+	var failed []string
+	for i, o := range outs {
 		if i > 0 && text {
 			fmt.Fprintln(env.Stdout, "\n"+strings.Repeat("=", 60))
 		}
-		d := compare.Compare(runs[0], b, opt)
-		if len(d.Levels) == 0 {
-			nothing = append(nothing, b.Dir)
-		}
-		if !text {
-			rep.Comparisons = append(rep.Comparisons, d.JSON())
-		} else if err := d.WriteText(env.Stdout); err != nil {
-			return err
-		}
-		for _, m := range d.Mismatches {
-			fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, b.Dir, m)
-		}
-		if len(conds) == 0 {
-			continue
-		}
 		if text {
+			if err := o.Diff.WriteText(env.Stdout); err != nil {
+				return err
+			}
+		}
+		for _, m := range o.Diff.Mismatches {
+			fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, o.B.Dir, m)
+		}
+		if len(conds) > 0 && text {
 			fmt.Fprintln(env.Stdout, "\ngate --fail-if "+f.failIf)
 		}
-		for _, t := range d.Check(conds) {
+		for _, t := range o.Trips {
 			mark := "ok  "
 			if t.Fails {
 				mark = "FAIL"
-				failed = append(failed, fmt.Sprintf("%s: %s", b.Dir, t.Reason))
+				failed = append(failed, fmt.Sprintf("%s: %s", o.B.Dir, t.Reason))
 			}
 			if text {
 				fmt.Fprintf(env.Stdout, "  %s %s\n", mark, t.Reason)
-			} else {
-				rep.Gate.Trips = append(rep.Gate.Trips, compare.JSONTrip{B: b.Dir, Load: t.Load, Cond: t.Cond.Expr,
-					Holds: t.Holds, Fails: t.Fails, Reason: t.Reason})
 			}
 		}
 	}
 	if !text {
-		if rep.Gate != nil {
-			rep.Gate.Failed = len(failed) > 0
-		}
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

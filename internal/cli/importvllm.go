@@ -3,14 +3,12 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/compare"
 	"github.com/tokbench/tokbench/report"
-	"github.com/tokbench/tokbench/results"
 )
 
 type importFlags struct {
@@ -81,26 +79,11 @@ func runImportVLLM(env Env, f *importFlags, path string) error {
 	if f.gpus > 0 {
 		imp.Run.Meta["gpus"] = strconv.Itoa(f.gpus)
 	}
-	w, err := results.Create(f.out)
-	if err != nil {
-		return usagef("--out: %v", err)
+	if fi, err := os.Stat(f.out); err == nil && !fi.IsDir() {
+		return usagef("--out: %s is a file, not a directory", f.out)
 	}
-	err = w.WriteRun(imp.Run)
-	for i := 0; err == nil && i < len(imp.Records); i++ {
-		err = w.Append(imp.Records[i])
-	}
-	if err == nil {
-		err = w.WriteSummary(imp.Summary)
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && !imp.Detailed {
-		// No per-request lists: no requests.jsonl rather than an empty one.
-		err = os.Remove(filepath.Join(f.out, results.RequestsFile))
-	}
-	if err != nil {
-		return err
+	if err := imp.WriteDir(f.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	if err := report.WriteHTMLFile(f.out); err != nil {
 		return err
