@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,5 +30,29 @@ func TestCheckText(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+func TestOpenDataset(t *testing.T) {
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "p.jsonl")
+	if err := os.WriteFile(jsonl, []byte("{\"prompt\":\"a b c\"}\n{\"prompt\":\"d e\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "book.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("words of a book. ", 8)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := OpenDataset(jsonl, FormatAuto, 10, 1); err != nil || d.Format != FormatJSONL || len(d.Rows) != 2 {
+		t.Errorf("jsonl: %+v, %v", d, err)
+	}
+	if d, err := OpenDataset(text, FormatAuto, 10, 1); err != nil || d.Format != FormatText || d.Corpus != text {
+		t.Errorf("text: %+v, %v", d, err)
+	}
+	if _, err := OpenDataset(dir, FormatAuto, 10, 1); err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	if _, err := OpenDataset(jsonl, "yaml", 10, 1); !errors.Is(err, ErrFormat) {
+		t.Errorf("an unknown format: %v", err)
 	}
 }

@@ -302,3 +302,44 @@ func skipSpace(lc *lineCounter, start int64) int64 {
 	}
 	return start
 }
+
+// Dataset is a prompt file ready for a run: its format, and its sampled
+// rows (JSONL, ShareGPT) or its path (a text corpus, cut as it is read).
+type Dataset struct {
+	Format string
+	Rows   []Row
+	Corpus string
+}
+
+// ErrFormat is the error (wrapped) of a format name OpenDataset does not
+// know.
+var ErrFormat = errors.New("unknown dataset format")
+
+// OpenDataset checks path as a dataset of format (FormatAuto detects it)
+// and samples up to k rows with seed: a directory, a binary file or a bad
+// row anywhere is an error before anything is sent.
+func OpenDataset(path, format string, k int, seed uint64) (Dataset, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return Dataset{}, err
+	} else if fi.IsDir() {
+		return Dataset{}, fmt.Errorf("%s is a directory; give a JSONL, ShareGPT or text file", path)
+	}
+	d := Dataset{Format: format}
+	switch format {
+	case FormatAuto:
+		var err error
+		if d.Format, err = DetectFormat(path); err != nil {
+			return Dataset{}, err
+		}
+	case FormatJSONL, FormatShareGPT, FormatText:
+	default:
+		return Dataset{}, fmt.Errorf("%w %q (known: auto, jsonl, sharegpt, text)", ErrFormat, format)
+	}
+	if d.Format == FormatText {
+		d.Corpus = path
+		return d, CheckText(path)
+	}
+	var err error
+	d.Rows, err = Sample(path, d.Format, k, seed)
+	return d, err
+}

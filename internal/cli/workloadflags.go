@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"os"
+	"errors"
 
 	"github.com/spf13/pflag"
 
@@ -79,30 +79,13 @@ func (w *workloadFlags) validate(f *benchFlags, set func(string) bool) error {
 	if w.dataset == "" {
 		return nil
 	}
-	if fi, err := os.Stat(w.dataset); err != nil {
+	ds, err := workload.OpenDataset(w.dataset, w.datasetFormat, 100_000, f.seed)
+	if errors.Is(err, workload.ErrFormat) {
+		return usagef("--dataset-format: %v", err)
+	} else if err != nil {
 		return usagef("--dataset: %v", err)
-	} else if fi.IsDir() {
-		return usagef("--dataset: %s is a directory; give a JSONL, ShareGPT or text file", w.dataset)
 	}
-	w.format = w.datasetFormat
-	switch w.format {
-	case workload.FormatAuto:
-		if w.format, err = workload.DetectFormat(w.dataset); err != nil {
-			return usagef("--dataset: %v", err)
-		}
-	case workload.FormatJSONL, workload.FormatShareGPT, workload.FormatText:
-	default:
-		return usagef("--dataset-format: unknown %q (known: auto, jsonl, sharegpt, text)", w.format)
-	}
-	if w.format == workload.FormatText {
-		if err := workload.CheckText(w.dataset); err != nil {
-			return usagef("--dataset: %v", err)
-		}
-	} else {
-		if w.rows, err = workload.Sample(w.dataset, w.format, 100_000, f.seed); err != nil {
-			return usagef("--dataset: %v", err)
-		}
-	}
+	w.format, w.rows = ds.Format, ds.Rows
 	return nil
 }
 
