@@ -105,6 +105,9 @@ type ClientOptions struct {
 	// FollowRedirects follows 307 and 308 to the same origin
 	// (api.FollowSameOrigin); otherwise a 3xx is the request's outcome.
 	FollowRedirects bool
+	// Dial, when set, replaces the dialer of tokbench's connections (the
+	// harness's run without kernel receive stamps).
+	Dial dialFunc
 }
 
 // Workload is what the requests hold.

@@ -127,18 +127,7 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 		r.notice("no --url given: benchmarking the embedded SIMULATED server (%s) at %s", emb.desc, emb.url)
 	}
 
-	r.transport = wire.NewTransport()
-	if p.Client.TLS != nil {
-		r.transport.Fallback.TLSClientConfig = p.Client.TLS
-	}
-	r.transport.HTTP2 = p.Client.HTTP2
-	// Redirects are not followed unless asked, and then only to the same
-	// origin: a POST would become a GET, and the API key would go
-	// wherever the server points (see api's "redirect").
-	r.http = &http.Client{Transport: r.transport, CheckRedirect: api.RefuseRedirects}
-	if p.Client.FollowRedirects {
-		r.http.CheckRedirect = api.FollowSameOrigin
-	}
+	r.transport, r.http = NewTransport(p.Client)
 	defer r.http.CloseIdleConnections()
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
@@ -217,14 +206,9 @@ func modelListError(err error, secrets []string) error {
 // measure runs the levels and writes the run directory.
 func (r *run) measure(ctx context.Context) (*Result, error) {
 	p, w := r.p, r.hooks.Out
-	client := &api.Client{
-		HTTP: r.http, Adapter: r.adapter, BaseURL: r.base,
-		Header: r.header, Secrets: r.secrets, StallTimeout: p.Client.StallTimeout,
-		CountSetup: p.Client.Cold,
-	}
 	tok := p.Workload.Tokenizer
-	runner := &load.Runner{Client: client, Tokenizer: tok, Timeout: p.Client.Timeout, Grace: p.Client.Grace,
-		Retry: p.Client.Retry, MaxErrorRate: p.Client.MaxErrorRate, Cold: p.Client.Cold}
+	mc := newClient(p.Client, r.transport, r.http, r.adapter, r.base, r.header, r.secrets, tok)
+	client, runner := mc.API, mc.Runner
 	res := &Result{}
 	var sinkErr error
 	var rec results.Run

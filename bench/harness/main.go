@@ -1,6 +1,6 @@
 // Command harness measures tokbench's own cost and accuracy: it builds and
 // starts bench/fakeserver as a separate process on loopback, drives it with
-// load.Runner and api.NewTransport (the code `tokbench bench` runs) and
+// benchmark.NewClient (the client `tokbench bench` measures with) and
 // reports, per scenario, the client's timing error (recorded chunk arrival
 // minus the server's send instant, which every chunk carries), TTFT error,
 // tokens/s ingested, requests/s, client CPU per million tokens and per
@@ -44,11 +44,11 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/internal/benchutil"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
-	"github.com/tokbench/tokbench/wire"
 )
 
 func main() {
@@ -469,28 +469,25 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 }
 
 func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
-	tr := h.transport()
-	r, ad := h.runnerOn(tr, h.base, collect)
-	return r, ad, tr.CloseIdleConnections
+	c, ad := h.client(h.options(), h.base, collect)
+	return c.Runner, ad, c.Transport.CloseIdleConnections
 }
 
-// transport is a new transport as tokbench bench measures with.
-func (h *harness) transport() *wire.Transport {
-	tr := wire.NewTransport()
+// options are the client options tokbench bench measures with by default,
+// with -rxstamp=false a plain dialer instead of kernel receive stamps.
+func (h *harness) options() benchmark.ClientOptions {
+	o := benchmark.ClientOptions{Timeout: 2 * time.Minute}
 	if !h.rxStamp {
-		tr.Fallback.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		o.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	return tr
+	return o
 }
 
-func (h *harness) runnerOn(tr http.RoundTripper, base string, collect bool) (*load.Runner, *stampAdapter) {
+// client is bench's measuring client (benchmark.NewClient) with the
+// stamp-reading adapter.
+func (h *harness) client(o benchmark.ClientOptions, base string, collect bool) (*benchmark.Client, *stampAdapter) {
 	ad := &stampAdapter{OpenAI: api.OpenAI{Chat: true}, collect: collect}
-	r := &load.Runner{
-		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: ad, BaseURL: base},
-		Tokenizer: h.tok,
-		Timeout:   2 * time.Minute,
-	}
-	return r, ad
+	return benchmark.NewClient(o, ad, base, nil, nil, h.tok), ad
 }
 
 // level runs one level and fills the common figures.
@@ -650,17 +647,16 @@ func (h *harness) flat(c int) (Result, error) {
 // kernel the t0 leaves inside the TTFT) plus the first chunk's way back
 // (the same as the paced TTFT error).
 func (h *harness) first(srv *serverProc, mode string, c int) (Result, error) {
-	tr := h.transport()
+	o := h.options()
 	scheme := "http"
 	if mode != "http" {
 		scheme = "https"
-		tr.Fallback.TLSClientConfig = &tls.Config{RootCAs: srv.roots}
+		o.TLS = &tls.Config{RootCAs: srv.roots}
 	}
-	if mode == "h2" {
-		tr.HTTP2 = true
-	}
-	defer tr.CloseIdleConnections()
-	r, ad := h.runnerOn(tr, scheme+"://"+srv.addr+"/v1", true)
+	o.HTTP2 = mode == "h2"
+	cl, ad := h.client(o, scheme+"://"+srv.addr+"/v1", true)
+	defer cl.Transport.CloseIdleConnections()
+	r := cl.Runner
 	before, err := srv.stats()
 	if err != nil {
 		return Result{}, err
