@@ -54,14 +54,7 @@ func ListModels(ctx context.Context, c *http.Client, base string, header http.He
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := c.Do(req)
+	resp, err := get(ctx, c, endpoint, header)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -89,4 +82,16 @@ func ListModels(ctx context.Context, c *http.Client, base string, header http.He
 		out[i] = Model{ID: m.ID, OwnedBy: m.OwnedBy, MaxModelLen: m.MaxModelLen}
 	}
 	return out, nil
+}
+
+// get GETs endpoint with header.
+func get(ctx context.Context, c *http.Client, endpoint string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	return c.Do(req)
 }

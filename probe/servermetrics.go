@@ -139,14 +139,7 @@ func ScrapeMetrics(ctx context.Context, c *http.Client, base string, header http
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := c.Do(req)
+	resp, err := get(ctx, c, endpoint, header)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %s", api.RedactURL(endpoint), api.ClassifyTransport(ctx, err))
 	}

@@ -103,7 +103,9 @@ func normalRequests(tb testing.TB, base string, n int) []time.Duration {
 	return lat
 }
 
-func startAbused(tb testing.TB, mod func(*Config)) (*Server, string, string) {
+// startServer starts a server (1 ms steps, 4,096-token context, then mod)
+// on a loopback port; it returns the server, its base URL and address.
+func startServer(tb testing.TB, mod func(*Config)) (*Server, string, string) {
 	tb.Helper()
 	cfg := DefaultConfig()
 	cfg.Cost = fixedCost(time.Millisecond, 100_000)
@@ -127,7 +129,7 @@ func startAbused(tb testing.TB, mod func(*Config)) (*Server, string, string) {
 // both taken by idle and slow clients, and after absurd requests, normal
 // requests are served in full and nothing is left in the engine.
 func TestServesWhileAbused(t *testing.T) {
-	s, base, addr := startAbused(t, func(c *Config) {
+	s, base, addr := startServer(t, func(c *Config) {
 		c.MaxConns = 64
 		c.MaxInflight = 16
 	})
@@ -150,7 +152,7 @@ func TestServesWhileAbused(t *testing.T) {
 //
 //	go test -run '^$' -bench ServeWhileAbused -benchtime 200x ./sim/
 func BenchmarkServeWhileAbused(b *testing.B) {
-	_, base, addr := startAbused(b, nil)
+	_, base, addr := startServer(b, nil)
 	conns := abuse(b, addr, 5000, 200, 8)
 	defer func() {
 		for _, c := range conns {

@@ -408,18 +408,7 @@ func TestRequestAfterClose(t *testing.T) {
 // has a request in progress, and takes the place of one that goes idle; an
 // idle keep-alive connection gives way to a new client at once.
 func TestMaxConns(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Cost = fixedCost(2*ms, 100_000)
-	cfg.MaxConns = 1
-	s, err := NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	base, err := s.Start(t.Context(), "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, base, _ := startServer(t, func(c *Config) { c.MaxConns = 1 })
 	get := func() chan error {
 		got := make(chan error, 1)
 		go func() {
@@ -435,7 +424,7 @@ func TestMaxConns(t *testing.T) {
 		return got
 	}
 	// The first client holds the only connection with a stream in progress
-	// (500 tokens at 2 ms a step: about a second).
+	// (500 tokens at 1 ms a step: about half a second).
 	c1 := &http.Client{Transport: &http.Transport{}}
 	defer c1.CloseIdleConnections()
 	resp, err := c1.Post(base+"/completions", "application/json",
@@ -486,20 +475,8 @@ func TestMaxConns(t *testing.T) {
 // the in-flight limit nor the server: a normal request is served beside
 // them, and each slow one gets 408 once BodyTimeout passes.
 func TestSlowBodies(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Cost = fixedCost(2*ms, 100_000)
-	cfg.MaxInflight = 2
-	cfg.BodyTimeout = 300 * time.Millisecond
-	s, err := NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	base, err := s.Start(t.Context(), "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/v1")
+	const bodyTimeout = 300 * time.Millisecond
+	_, base, addr := startServer(t, func(c *Config) { c.MaxInflight, c.BodyTimeout = 2, bodyTimeout })
 	var slow []net.Conn
 	for range 5 {
 		c, err := net.Dial("tcp", addr)
@@ -531,8 +508,8 @@ func TestSlowBodies(t *testing.T) {
 			t.Errorf("slow client %d: %q, want 408", i, strings.TrimSpace(line))
 		}
 	}
-	if el := time.Since(start); el < cfg.BodyTimeout-50*time.Millisecond {
-		t.Errorf("slow bodies answered after %v, before BodyTimeout %v", el, cfg.BodyTimeout)
+	if el := time.Since(start); el < bodyTimeout-50*time.Millisecond {
+		t.Errorf("slow bodies answered after %v, before BodyTimeout %v", el, bodyTimeout)
 	}
 }
 
