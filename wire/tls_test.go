@@ -33,12 +33,14 @@ func sseHandler(w http.ResponseWriter, r *http.Request) {
 }
 
 // countingServer starts srv counting the connections it accepts.
-func countingServer(t *testing.T, srv *httptest.Server, tlsOn bool) *atomic.Int64 {
+func countingServer(t *testing.T, srv *httptest.Server, tlsOn bool) *serverConns {
 	t.Helper()
-	var conns atomic.Int64
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+	sc := &serverConns{}
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
 		if s == http.StateNew {
-			conns.Add(1)
+			sc.mu.Lock()
+			sc.remotes = append(sc.remotes, c.RemoteAddr().String())
+			sc.mu.Unlock()
 		}
 	}
 	if tlsOn {
@@ -47,11 +49,44 @@ func countingServer(t *testing.T, srv *httptest.Server, tlsOn bool) *atomic.Int6
 		srv.Start()
 	}
 	t.Cleanup(srv.Close)
-	return &conns
+	return sc
 }
+
+// serverConns are the connections a test server accepted.
+type serverConns struct {
+	mu      sync.Mutex
+	remotes []string
+}
+
+// Load counts the accepted connections that this test's transports
+// (trusting) dialed: a stray dial of an earlier test to a port this server
+// now reuses does not count.
+func (s *serverConns) Load() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(0)
+	for _, r := range s.remotes {
+		if _, ours := dialedByTests.Load(r); ours {
+			n++
+		}
+	}
+	return n
+}
+
+// dialedByTests holds the local addresses of the connections trusting's
+// transports dialed.
+var dialedByTests sync.Map
 
 func trusting(srv *httptest.Server) *Transport {
 	tr := NewTransport()
+	dial := tr.Fallback.DialContext
+	tr.Fallback.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err == nil {
+			dialedByTests.Store(c.LocalAddr().String(), true)
+		}
+		return c, err
+	}
 	if srv.TLS != nil {
 		pool := x509.NewCertPool()
 		pool.AddCert(srv.Certificate())
