@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,43 @@ func TestCSVNumbers(t *testing.T) {
 	}
 	if got := csvCell(t, b.Bytes(), 7, "http_status"); got != strconv.Itoa(429) {
 		t.Errorf("failed request http_status = %q", got)
+	}
+}
+
+// TestTableShowsTTFTFromSchedule: with an open-loop level, the table shows
+// TTFT from the scheduled send beside TTFT from the actual send; a closed
+// loop has no such figure ("-"), and a run of closed loops no such column.
+func TestTableShowsTTFTFromSchedule(t *testing.T) {
+	open := metrics.Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 5, Arrival: metrics.ArrivalPoisson},
+		TTFT:      metrics.Stats{Count: 10, P50: 90, P95: 700.9, P99: 750},
+		TTFTSched: &metrics.Stats{Count: 10, P50: 300, P95: 1816, P99: 1900}}
+	closed := metrics.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 4},
+		TTFT: metrics.Stats{Count: 10, P50: 20, P95: 25, P99: 26}}
+	var b strings.Builder
+	if err := Table(&b, metrics.Summary{Levels: []metrics.Level{open, closed}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	var head, rate, conc string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "TTFT p50"):
+			head = l
+		case rate == "" && strings.Contains(l, "req/s poisson"):
+			rate = l
+		case conc == "" && strings.Contains(l, "c=4"):
+			conc = l
+		}
+	}
+	if !strings.Contains(head, "TTFT from schedule p95") || !strings.Contains(rate, "700.9") || !strings.Contains(rate, "1816") ||
+		!strings.Contains(rate, "1900") || !strings.Contains(conc, " - ") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := Table(&b, metrics.Summary{Levels: []metrics.Level{closed}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "from schedule") {
+		t.Errorf("a closed-loop run shows a schedule column:\n%s", b.String())
 	}
 }
