@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/results"
@@ -237,6 +238,7 @@ func Compare(a, b *Run, opt Options) *Diff {
 			if m, ok := cacheMismatch(la, lb); ok {
 				d.Mismatches = append(d.Mismatches, m)
 			}
+			d.Mismatches = append(d.Mismatches, levelMismatches(la, lb)...)
 			for _, r := range DefaultRows {
 				ld.Rows = append(ld.Rows, ld.row(Metrics[r[0]], r[1], opt))
 			}
@@ -403,6 +405,51 @@ func cacheMismatch(a, b *metrics.Level) (Mismatch, bool) {
 	}
 	pct := func(v float64) string { return fmt.Sprintf("%.0f%% of requests", 100*v) }
 	return Mismatch{Field: "prompt cache hits at " + a.Load.String(), A: pct(sa), B: pct(sb)}, true
+}
+
+// levelMismatches are the ways two runs of one level differ in what
+// decides their numbers, besides the prompt cache: where the output token
+// counts came from, the error rate (more than 5 points apart), whether the
+// users started in lockstep, and whether the client's self-check warned.
+func levelMismatches(a, b *metrics.Level) []Mismatch {
+	at := " at " + a.Load.String()
+	var out []Mismatch
+	if a.TokenSource != b.TokenSource && a.TokenSource != "" && b.TokenSource != "" {
+		out = append(out, Mismatch{"token source" + at, a.TokenSource, b.TokenSource})
+	}
+	if math.Abs(a.ErrorRate-b.ErrorRate) > 0.05 {
+		pct := func(v float64) string { return fmt.Sprintf("%.0f%% of requests failed", 100*v) }
+		out = append(out, Mismatch{"error rate" + at, pct(a.ErrorRate), pct(b.ErrorRate)})
+	}
+	if a.Lockstep != b.Lockstep {
+		start := func(l bool) string {
+			if l {
+				return "users started together (lockstep)"
+			}
+			return "users' starts spread"
+		}
+		out = append(out, Mismatch{"start" + at, start(a.Lockstep), start(b.Lockstep)})
+	}
+	if wa, wb := selfCheckWarned(a), selfCheckWarned(b); wa != wb {
+		say := func(w bool) string {
+			if w {
+				return "warned: its timestamps may read late"
+			}
+			return "clean"
+		}
+		out = append(out, Mismatch{"client self-check" + at, say(wa), say(wb)})
+	}
+	return out
+}
+
+// selfCheckWarned reports whether the client's self-check warned on a level.
+func selfCheckWarned(l *metrics.Level) bool {
+	for _, w := range l.Warnings {
+		if strings.HasPrefix(w, "client self-check:") {
+			return true
+		}
+	}
+	return false
 }
 
 func loadSet(r *Run) string {

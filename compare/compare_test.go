@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,28 @@ func TestCompareCacheAndMetadata(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "same warning"); n != 1 {
 		t.Errorf("a warning both runs carry printed %d times:\n%s", n, out.String())
+	}
+}
+
+// TestCompareLevelMismatches: runs of a level that differ in token source,
+// error rate, lockstep or the client's self-check are named, once each.
+func TestCompareLevelMismatches(t *testing.T) {
+	a := load(t, writeRun(t, nil, level{conc: 4, n: 10, ttft: 20, gap: 10, tokens: 8, seed: 1}))
+	b := load(t, writeRun(t, nil, level{conc: 4, n: 10, ttft: 20, gap: 10, tokens: 8, seed: 2}))
+	if d := Compare(a, b, Options{}); len(d.Mismatches) != 0 {
+		t.Fatalf("like runs: mismatches %v", d.Mismatches)
+	}
+	la, lb := &a.Summary.Levels[0], &b.Summary.Levels[0]
+	la.TokenSource, lb.TokenSource = metrics.SourceUsage, metrics.SourceTokenizer
+	lb.ErrorRate = 0.2
+	lb.Lockstep = true
+	lb.Warnings = append(lb.Warnings, "client self-check: the client ran late (scheduling lag p99 9.0 ms, max 12.0 ms); its timestamps may be late by as much")
+	var fields []string
+	for _, m := range Compare(a, b, Options{}).Mismatches {
+		fields = append(fields, m.Field)
+	}
+	want := []string{"token source at c=4", "error rate at c=4", "start at c=4", "client self-check at c=4"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("mismatches %q, want %q", fields, want)
 	}
 }
