@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -321,5 +322,29 @@ func TestCompareLevelMismatches(t *testing.T) {
 	want := []string{"token source at c=4", "error rate at c=4", "start at c=4", "client self-check at c=4"}
 	if !slices.Equal(fields, want) {
 		t.Errorf("mismatches %q, want %q", fields, want)
+	}
+}
+
+// TestSaysWhatWasTested: the text and the JSON report count the tested
+// rows and how many chance alone would flag.
+func TestSaysWhatWasTested(t *testing.T) {
+	a := load(t, writeRun(t, nil, level{conc: 4, n: 20, ttft: 20, gap: 10, tokens: 8, seed: 1}))
+	b := load(t, writeRun(t, nil, level{conc: 4, n: 20, ttft: 20, gap: 10, tokens: 8, seed: 2}))
+	d := Compare(a, b, Options{})
+	n := d.Tested()
+	if n == 0 {
+		t.Fatal("no row was tested")
+	}
+	var out bytes.Buffer
+	if err := d.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d comparisons tested, each by Mann-Whitney U", n)
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("about %.1f would be called significant by chance", 0.05*float64(n))) {
+		t.Errorf("text lacks %q and the count by chance:\n%s", want, out.String())
+	}
+	_, rep, _ := All(a, []*Run{b, b}, Options{Alpha: 0.05}, nil, "")
+	if rep.Tested != 2*n || math.Abs(rep.ByChance-0.05*float64(2*n)) > 1e-9 {
+		t.Errorf("report tested %d, by chance %g; want %d, %g", rep.Tested, rep.ByChance, 2*n, 0.05*float64(2*n))
 	}
 }

@@ -18,6 +18,11 @@ type Report struct {
 	MinChange   float64    `json:"min_change"` // a fraction: 0.02 is 2%
 	Comparisons []JSONDiff `json:"comparisons"`
 	Gate        *JSONGate  `json:"gate,omitempty"`
+	// Tested counts the rows a test judged, over every comparison;
+	// ByChance is how many of them would read significant at Alpha with no
+	// change at all (Alpha × Tested).
+	Tested   int     `json:"tested"`
+	ByChance float64 `json:"significant_by_chance"`
 }
 
 // JSONDiff is one Diff.
@@ -134,6 +139,7 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 			nothing = append(nothing, b.Dir)
 		}
 		rep.Comparisons = append(rep.Comparisons, o.Diff.JSON())
+		rep.Tested += o.Diff.Tested()
 		if len(conds) > 0 {
 			o.Trips = o.Diff.Check(conds)
 			for _, t := range o.Trips {
@@ -146,5 +152,6 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 		}
 		outs = append(outs, o)
 	}
+	rep.ByChance = float64(rep.Tested) * opt.Alpha
 	return outs, rep, nothing
 }

@@ -54,6 +54,12 @@ func (d *Diff) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w)
+	// What was tested, and how many calls chance alone would make: at
+	// alpha, about alpha × tests rows read "significant" with no change.
+	if tests := d.Tested(); tests > 0 {
+		fmt.Fprintf(w, "%d comparisons tested, each by Mann-Whitney U on the requests' values (a test of the whole distribution, behind the p95 and p99 rows too; it assumes requests are independent, and requests of one level share the server's steps, so its p-values read low): at alpha %g about %.1f would be called significant by chance alone\n",
+			tests, d.Options.Alpha, float64(tests)*d.Options.Alpha)
+	}
 	ch := d.Changes()
 	if len(ch) == 0 {
 		fmt.Fprintf(w, "no significant change (Mann-Whitney U, alpha %g, changes under %g%% ignored)\n", d.Options.Alpha, 100*d.Options.MinChange)
@@ -86,4 +92,17 @@ func describe(r *Run) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Tested counts the rows a test judged.
+func (d *Diff) Tested() int {
+	n := 0
+	for _, ld := range d.Levels {
+		for _, r := range ld.Rows {
+			if r.Tested {
+				n++
+			}
+		}
+	}
+	return n
 }
