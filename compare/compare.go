@@ -156,9 +156,13 @@ type Row struct {
 	// Delta is B − A; Rel is Delta / A (NaN when A is 0).
 	Delta, Rel float64
 	// Tested says a significance test ran; P is its p-value, NA and NB the
-	// sample sizes.
+	// sample sizes. Test names it: "block bootstrap" for a percentile,
+	// whose 95% interval of B − A is CILo to CIHi (significant when it
+	// excludes 0), else "Mann-Whitney U" (P).
 	Tested      bool
+	Test        string
 	P           float64
+	CILo, CIHi  float64
 	NA, NB      int
 	Significant bool
 	Verdict     string
@@ -305,7 +309,16 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 		if r.NA >= 2 && r.NB >= 2 {
 			r.Tested = true
 			_, r.P = MannWhitney(xa, xb)
-			r.Significant = r.P < opt.Alpha && big
+			if q, ok := quantileName(stat); ok && r.NA >= minBlocks && r.NB >= minBlocks {
+				// A percentile is judged by its own interval, from whole
+				// blocks of requests, not by a test of the distribution.
+				r.Test = "block bootstrap"
+				r.CILo, r.CIHi = blockBootstrap(timedSamples(m, ld.sa), timedSamples(m, ld.sb), q)
+				r.Significant = (r.CILo > 0 || r.CIHi < 0) && big
+			} else {
+				r.Test = "Mann-Whitney U"
+				r.Significant = r.P < opt.Alpha && big
+			}
 		}
 	}
 	switch {

@@ -326,7 +326,8 @@ func TestCompareLevelMismatches(t *testing.T) {
 }
 
 // TestSaysWhatWasTested: the text and the JSON report count the tested
-// rows and how many chance alone would flag.
+// rows, say what tested them and how many chance alone would flag, and a
+// percentile row carries its block-bootstrap interval.
 func TestSaysWhatWasTested(t *testing.T) {
 	a := load(t, writeRun(t, nil, level{conc: 4, n: 20, ttft: 20, gap: 10, tokens: 8, seed: 1}))
 	b := load(t, writeRun(t, nil, level{conc: 4, n: 20, ttft: 20, gap: 10, tokens: 8, seed: 2}))
@@ -339,9 +340,13 @@ func TestSaysWhatWasTested(t *testing.T) {
 	if err := d.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("%d comparisons tested, each by Mann-Whitney U", n)
-	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("about %.1f would be called significant by chance", 0.05*float64(n))) {
+	want := fmt.Sprintf("%d comparisons tested. A percentile is a change when the 95%% interval of B − A from a block bootstrap", n)
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("about %.1f would be called a change by chance alone", 0.05*float64(n))) {
 		t.Errorf("text lacks %q and the count by chance:\n%s", want, out.String())
+	}
+	r := findRow(t, d, 0, "ttft_p95")
+	if r.Test != "block bootstrap" || !(r.CILo <= r.Delta && r.Delta <= r.CIHi) {
+		t.Errorf("ttft_p95: test %q, interval [%g, %g] around a change of %g", r.Test, r.CILo, r.CIHi, r.Delta)
 	}
 	_, rep, _ := All(a, []*Run{b, b}, Options{Alpha: 0.05}, nil, "")
 	if rep.Tested != 2*n || math.Abs(rep.ByChance-0.05*float64(2*n)) > 1e-9 {

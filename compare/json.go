@@ -52,11 +52,14 @@ type JSONRow struct {
 	Delta       *float64 `json:"delta"`
 	Rel         *float64 `json:"rel"`
 	Tested      bool     `json:"tested"`
+	Test        string   `json:"test,omitempty"` // "block bootstrap" or "Mann-Whitney U"
 	P           *float64 `json:"p"`
-	NA          int      `json:"n_a"`
-	NB          int      `json:"n_b"`
-	Significant bool     `json:"significant"`
-	Verdict     string   `json:"verdict"`
+	// CI is the block bootstrap's 95% interval of B − A, for percentiles.
+	CI          *[2]float64 `json:"ci95,omitempty"`
+	NA          int         `json:"n_a"`
+	NB          int         `json:"n_b"`
+	Significant bool        `json:"significant"`
+	Verdict     string      `json:"verdict"`
 }
 
 // JSONGate is the outcome of --fail-if.
@@ -92,7 +95,10 @@ func (d *Diff) JSON() JSONDiff {
 				jr.A, jr.B, jr.Delta, jr.Rel = ptr(r.A), ptr(r.B), ptr(r.Delta), ptr(r.Rel)
 			}
 			if r.Tested {
-				jr.P = ptr(r.P)
+				jr.P, jr.Test = ptr(r.P), r.Test
+				if r.Test == "block bootstrap" {
+					jr.CI = &[2]float64{r.CILo, r.CIHi}
+				}
 			}
 			if r.Significant {
 				out.Significant++

@@ -30,7 +30,7 @@ func (d *Diff) WriteText(w io.Writer) error {
 	for _, ld := range d.Levels {
 		fmt.Fprintf(w, "\n%s\n", ld.Load)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "metric\tA\tB\tchange\tverdict\tp\t")
+		fmt.Fprintln(tw, "metric\tA\tB\tchange\tverdict\t95% interval of B − A, or p\t")
 		for _, r := range ld.Rows {
 			name := r.Metric.Label
 			if r.Stat != "" {
@@ -44,8 +44,11 @@ func (d *Diff) WriteText(w io.Writer) error {
 				continue
 			}
 			p := ""
-			if r.Tested {
-				p = fmt.Sprintf("%.3g", r.P)
+			switch {
+			case r.Test == "block bootstrap":
+				p = fmt.Sprintf("[%s, %s]", metrics.Figure(r.CILo), metrics.Figure(r.CIHi))
+			case r.Tested:
+				p = fmt.Sprintf("p %.3g", r.P)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, metrics.Figure(r.A), metrics.Figure(r.B), fmtChange(r), r.Verdict, p)
 		}
@@ -57,12 +60,14 @@ func (d *Diff) WriteText(w io.Writer) error {
 	// What was tested, and how many calls chance alone would make: at
 	// alpha, about alpha × tests rows read "significant" with no change.
 	if tests := d.Tested(); tests > 0 {
-		fmt.Fprintf(w, "%d comparisons tested, each by Mann-Whitney U on the requests' values (a test of the whole distribution, behind the p95 and p99 rows too; it assumes requests are independent, and requests of one level share the server's steps, so its p-values read low): at alpha %g about %.1f would be called significant by chance alone\n",
-			tests, d.Options.Alpha, float64(tests)*d.Options.Alpha)
+		fmt.Fprintf(w, "%d comparisons tested. A percentile is a change when the 95%% interval of B − A from a block bootstrap "+
+			"(%d resamples of blocks of consecutive requests, so requests that ran together stay together; it assumes blocks, not requests, are independent) "+
+			"excludes 0 and the change is at least %g%%; other rows by Mann-Whitney U. At 95%% about %.1f would be called a change by chance alone\n",
+			tests, bootstrapResamples, 100*d.Options.MinChange, float64(tests)*0.05)
 	}
 	ch := d.Changes()
 	if len(ch) == 0 {
-		fmt.Fprintf(w, "no significant change (Mann-Whitney U, alpha %g, changes under %g%% ignored)\n", d.Options.Alpha, 100*d.Options.MinChange)
+		fmt.Fprintf(w, "no significant change (changes under %g%% ignored)\n", 100*d.Options.MinChange)
 		return nil
 	}
 	var parts []string
