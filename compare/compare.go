@@ -156,9 +156,11 @@ type Row struct {
 	// Delta is B − A; Rel is Delta / A (NaN when A is 0).
 	Delta, Rel float64
 	// Tested says a significance test ran; P is its p-value, NA and NB the
-	// sample sizes. Test names it: "block bootstrap" for a percentile,
-	// whose 95% interval of B − A is CILo to CIHi (significant when it
-	// excludes 0), else "Mann-Whitney U" (P).
+	// sample sizes. Test names it: "per-run Welch t" with repeated runs
+	// (3 or more a side: one value per run, the interval of the difference
+	// of their means), else "block bootstrap" for a percentile; both give
+	// the 95% interval of B − A as CILo to CIHi (a change when it excludes
+	// 0); else "Mann-Whitney U" (P).
 	Tested      bool
 	Test        string
 	P           float64
@@ -265,6 +267,15 @@ func levelRecords(r *Run, i int) []metrics.Record {
 	return out
 }
 
+// perRun is each run's value of the named statistic, when the level is
+// the median of repeated runs.
+func perRun(l *metrics.Level, name string) []float64 {
+	if l.Repeats == nil {
+		return nil
+	}
+	return l.Repeats.PerRun[name]
+}
+
 func samples(m Metric, recs []metrics.Record) []float64 {
 	var out []float64
 	for i := range recs {
@@ -303,7 +314,12 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 		r.Rel = r.Delta / math.Abs(r.A)
 	}
 	big := r.Delta != 0 && (r.A == 0 || math.Abs(r.Rel) >= opt.MinChange)
-	if m.Sample != nil {
+	if pa, pb := perRun(ld.A, r.Name()), perRun(ld.B, r.Name()); len(pa) >= minRuns && len(pb) >= minRuns {
+		// Repeated runs: one value per run is the sampling unit.
+		_, lo, hi, _ := welch(pa, pb)
+		r.Tested, r.Test, r.CILo, r.CIHi, r.NA, r.NB = true, "per-run Welch t", lo, hi, len(pa), len(pb)
+		r.Significant = (lo > 0 || hi < 0) && big
+	} else if m.Sample != nil {
 		xa, xb := samples(m, ld.sa), samples(m, ld.sb)
 		r.NA, r.NB = len(xa), len(xb)
 		if r.NA >= 2 && r.NB >= 2 {
@@ -322,7 +338,7 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 		}
 	}
 	switch {
-	case m.Sample == nil && big:
+	case m.Sample == nil && big && !r.Tested:
 		r.Verdict = Better + "?"
 		if (r.Delta < 0) != m.LowerBetter {
 			r.Verdict = Worse + "?"

@@ -340,7 +340,7 @@ func TestSaysWhatWasTested(t *testing.T) {
 	if err := d.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("%d comparisons tested. A percentile is a change when the 95%% interval of B − A from a block bootstrap", n)
+	want := fmt.Sprintf("%d comparisons tested. A row is a change when the 95%% interval of B − A excludes 0", n)
 	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("about %.1f would be called a change by chance alone", 0.05*float64(n))) {
 		t.Errorf("text lacks %q and the count by chance:\n%s", want, out.String())
 	}
@@ -351,5 +351,33 @@ func TestSaysWhatWasTested(t *testing.T) {
 	_, rep, _ := All(a, []*Run{b, b}, Options{Alpha: 0.05}, nil, "")
 	if rep.Tested != 2*n || math.Abs(rep.ByChance-0.05*float64(2*n)) > 1e-9 {
 		t.Errorf("report tested %d, by chance %g; want %d, %g", rep.Tested, rep.ByChance, 2*n, 0.05*float64(2*n))
+	}
+}
+
+// TestPerRunComparison: with three runs a side, a row is judged by Welch's
+// t over one value per run.
+func TestPerRunComparison(t *testing.T) {
+	if d, lo, hi, ok := welch([]float64{10, 10.1, 9.9}, []float64{11, 11.1, 10.9}); !ok || math.Abs(d-1) > 1e-9 || lo <= 0.5 || hi >= 1.5 {
+		t.Errorf("welch: diff %g, interval [%g, %g], ok %v; want 1 within about ±0.23", d, lo, hi, ok)
+	}
+	if _, _, _, ok := welch([]float64{1, 2}, []float64{1, 2, 3}); ok {
+		t.Error("welch with two runs on a side: ok")
+	}
+	a := load(t, writeRun(t, nil, level{conc: 4, n: 20, ttft: 20, gap: 10, tokens: 8, seed: 1}))
+	b := load(t, writeRun(t, nil, level{conc: 4, n: 20, ttft: 20, gap: 10, tokens: 8, seed: 2}))
+	la, lb := &a.Summary.Levels[0], &b.Summary.Levels[0]
+	la.Repeats = &metrics.Repeats{Runs: 3, PerRun: map[string][]float64{"tpot_p50": {10, 10.1, 9.9}, "ttft_p50": {20, 22, 18}}}
+	lb.Repeats = &metrics.Repeats{Runs: 3, PerRun: map[string][]float64{"tpot_p50": {11, 11.1, 10.9}, "ttft_p50": {21, 19, 23}}}
+	la.TPOT.P50, lb.TPOT.P50 = 10, 11
+	la.TTFT.P50, lb.TTFT.P50 = 20, 21
+	d := Compare(a, b, Options{})
+	if r := findRow(t, d, 0, "tpot_p50"); r.Test != "per-run Welch t" || r.Verdict != Worse || r.NA != 3 {
+		t.Errorf("tpot_p50: %+v, want worse by per-run Welch t over 3 runs", r)
+	}
+	if r := findRow(t, d, 0, "ttft_p50"); r.Test != "per-run Welch t" || r.Verdict != NoChange {
+		t.Errorf("ttft_p50: %+v, want no change (the runs overlap)", r)
+	}
+	if r := findRow(t, d, 0, "e2e_p50"); r.Test == "per-run Welch t" {
+		t.Errorf("e2e_p50 has no per-run values but was tested per run: %+v", r)
 	}
 }

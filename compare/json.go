@@ -52,9 +52,10 @@ type JSONRow struct {
 	Delta       *float64 `json:"delta"`
 	Rel         *float64 `json:"rel"`
 	Tested      bool     `json:"tested"`
-	Test        string   `json:"test,omitempty"` // "block bootstrap" or "Mann-Whitney U"
+	Test        string   `json:"test,omitempty"` // "per-run Welch t", "block bootstrap" or "Mann-Whitney U"
 	P           *float64 `json:"p"`
-	// CI is the block bootstrap's 95% interval of B − A, for percentiles.
+	// CI is the 95% interval of B − A (per-run Welch t, or the block
+	// bootstrap of a percentile).
 	CI          *[2]float64 `json:"ci95,omitempty"`
 	NA          int         `json:"n_a"`
 	NB          int         `json:"n_b"`
@@ -96,7 +97,7 @@ func (d *Diff) JSON() JSONDiff {
 			}
 			if r.Tested {
 				jr.P, jr.Test = ptr(r.P), r.Test
-				if r.Test == "block bootstrap" {
+				if r.Test != "Mann-Whitney U" {
 					jr.CI = &[2]float64{r.CILo, r.CIHi}
 				}
 			}
