@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -155,6 +156,12 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	err := json.NewDecoder(body).Decode(&req)
+	if err == nil {
+		// The rest of the declared body (white space, or nothing sent)
+		// under the same deadline: net/http would read it after the
+		// answer's head with none.
+		_, err = io.Copy(io.Discard, body)
+	}
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {

@@ -47,8 +47,9 @@ type Config struct {
 	// MaxInflight caps requests in flight (429 beyond it); 4096.
 	MaxInflight int
 	// MaxConns caps open connections when serving with Start. At the cap a
-	// new connection replaces the one idle longest; when none is idle it
-	// waits in the listen backlog until one closes. 8192.
+	// new connection replaces the one idle longest (idle, or new and
+	// silent, for half a second at least); when none is, it waits until one
+	// closes or idles that long. 8192.
 	MaxConns int
 	// BodyTimeout bounds reading one request's body (408 beyond it), so
 	// clients that send part of a body cannot hold the server; 10 s.
@@ -654,7 +655,8 @@ func (m *serverMetrics) handler() http.Handler {
 // connLimiter keeps at most n connections open. At the cap, a new
 // connection takes the place of the connection that has waited longest
 // without a request in progress (idle between keep-alive requests, or opened
-// and silent); when every connection is busy, Accept waits for one to close,
+// and silent), once it has waited evictGrace; until one has, Accept waits
+// for a connection to close or to idle that long,
 // so excess clients queue in the kernel's listen backlog rather than being
 // refused. Without the eviction, finished clients' idle keep-alive
 // connections would hold every slot and new clients would wait for ever.
@@ -693,7 +695,8 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		select {
 		case l.sem <- struct{}{}:
 			return l.track(c), nil
-		case <-l.idle: // a connection went idle: evict it
+		case <-l.idle: // a connection went idle: it may be evicted soon
+		case <-time.After(evictGrace / 4): // one may have idled past the grace
 		case <-l.done:
 			_ = c.Close()
 			return nil, net.ErrClosed
@@ -711,14 +714,22 @@ func (l *connLimiter) track(c net.Conn) *limitedConn {
 	return lc
 }
 
-// evictIdle closes the connection idle the longest and reports whether
-// there was one. Its Close frees its slot.
+// evictGrace is how long a connection must have been idle (or, new, silent)
+// before a waiting one may take its place: a client that just connected,
+// or just sent its next request, is not cut off before the server has read
+// it.
+const evictGrace = 500 * time.Millisecond
+
+// evictIdle closes the connection idle the longest, if it has been idle
+// for evictGrace, and reports whether there was one. Its Close frees its
+// slot.
 func (l *connLimiter) evictIdle() bool {
 	l.mu.Lock()
 	var oldest *limitedConn
 	var since time.Time
+	cutoff := time.Now().Add(-evictGrace)
 	for c, t := range l.conns {
-		if !t.IsZero() && (oldest == nil || t.Before(since)) {
+		if !t.IsZero() && t.Before(cutoff) && (oldest == nil || t.Before(since)) {
 			oldest, since = c, t
 		}
 	}

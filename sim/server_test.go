@@ -491,6 +491,18 @@ func TestSlowBodies(t *testing.T) {
 		}
 		slow = append(slow, c)
 	}
+	// A whole JSON body short of its Content-Length, then silence: 408 too,
+	// not a connection held for ever.
+	short, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	if _, err := io.WriteString(short, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\":\"a\",\"max_tokens\":3}"); err != nil {
+		t.Fatal(err)
+	}
+	slow = append(slow, short)
 	start := time.Now()
 	resp := post(t, t.Context(), base+"/completions", `{"prompt":"a","max_tokens":3}`)
 	_, _ = io.Copy(io.Discard, resp.Body)
@@ -590,6 +602,39 @@ func TestPresetErrors(t *testing.T) {
 		_, err := p.Config()
 		if pe, ok := errors.AsType[*PresetError](err); !ok || pe.Field != field {
 			t.Errorf("%s: %v, want a PresetError of that field", field, err)
+		}
+	}
+}
+
+// TestMaxConnsQueue: clients waiting for the only slot are served in turn;
+// none is accepted and then cut off for the next in line.
+func TestMaxConnsQueue(t *testing.T) {
+	_, base, _ := startServer(t, func(c *Config) { c.MaxConns = 1 })
+	hold := &http.Client{Transport: &http.Transport{}}
+	resp, err := hold.Post(base+"/completions", "application/json", strings.NewReader(`{"prompt":"a","max_tokens":300,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+			defer c.CloseIdleConnections()
+			r, err := c.Get(base + "/models")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, r.Body)
+				r.Body.Close()
+			}
+			errs <- err
+		}()
+		time.Sleep(20 * time.Millisecond) // the clients queue in order
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	hold.CloseIdleConnections()
+	for i := range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("waiting client %d: %v", i, err)
 		}
 	}
 }
