@@ -32,7 +32,8 @@ func NewTransport(o ClientOptions) (*wire.Transport, *http.Client) {
 		t.Fallback.DialContext = o.Dial
 	}
 	if o.TLS != nil {
-		t.Fallback.TLSClientConfig = o.TLS
+		// A copy: net/http's HTTP/2 set-up rewrites NextProtos in place.
+		t.Fallback.TLSClientConfig = o.TLS.Clone()
 	}
 	t.HTTP2 = o.HTTP2
 	// Redirects are not followed unless asked, and then only to the same

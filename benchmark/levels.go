@@ -17,14 +17,19 @@ type levelRunner func(ctx context.Context, idx int, lv load.Level) (load.Result,
 func (r *run) runLevels(ctx context.Context, run levelRunner, annotate func(*metrics.Level)) ([]metrics.Level, bool, error) {
 	p := r.p
 	var out []metrics.Level
+	var sweep *load.AutoSweep
+	if p.Sweep != nil {
+		s := *p.Sweep // the sweep keeps its state as it goes: the plan's stays as given
+		sweep = &s
+	}
 	next := func(i int) (load.Level, bool) {
-		if p.Sweep == nil {
+		if sweep == nil {
 			if i < len(p.Levels) {
 				return p.Levels[i], true
 			}
 			return load.Level{}, false
 		}
-		c, ok := p.Sweep.Next(out)
+		c, ok := sweep.Next(out)
 		if !ok {
 			return load.Level{}, false
 		}

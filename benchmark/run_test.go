@@ -2,7 +2,9 @@ package benchmark
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +127,39 @@ func TestLevelSpec(t *testing.T) {
 	r := LevelSpec{Rates: []float64{2.5}, Shard: load.Shard{Index: 1, Count: 2}}.Levels()
 	if len(r) != 1 || r[0].Load.RateRPS != 1.25 || r[0].Requests != 12 {
 		t.Errorf("rate level %+v, want 1.25 req/s and 12 of 25 requests (10 s of the whole rate)", r[0])
+	}
+}
+
+// TestRunLeavesTheSweep: an automatic sweep keeps its state in Run's own
+// copy, so the same plan sweeps the same way twice.
+func TestRunLeavesTheSweep(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{1}, Requests: 4})
+	p.Levels = nil
+	p.Sweep = &load.AutoSweep{Max: 4, Refine: 1}
+	p.SweepLevel = load.Level{Requests: 4}
+	var runs [2][]int
+	for i := range runs {
+		res, err := Run(context.Background(), p, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lv := range res.Summary.Levels {
+			runs[i] = append(runs[i], lv.Load.Concurrency)
+		}
+	}
+	if !slices.Equal(runs[0], runs[1]) || len(runs[0]) < 3 {
+		t.Errorf("the same plan swept %v, then %v", runs[0], runs[1])
+	}
+}
+
+// TestNewTransportCopiesTLS: the caller's TLS configuration is not the
+// transport's (HTTP/2 set-up rewrites it).
+func TestNewTransportCopiesTLS(t *testing.T) {
+	cfg := &tls.Config{ServerName: "x"}
+	tr, _ := NewTransport(ClientOptions{TLS: cfg, HTTP2: true})
+	if tr.Fallback.TLSClientConfig == cfg || tr.Fallback.TLSClientConfig.ServerName != "x" {
+		t.Error("the transport holds the caller's TLS configuration itself")
 	}
 }
