@@ -277,6 +277,8 @@ func (h *hot) usage(f *chunkFields) bool {
 			dst = &f.completionTokens
 			ok = !seen[1]
 			seen[1] = true
+		case "prompt_tokens_details", "completion_tokens_details":
+			return string(raw) == "null" // fastjson reads these as objects
 		default:
 			return string(raw) == "null" || isInt(raw)
 		}

@@ -101,6 +101,8 @@ var scannerSeeds = []string{
 	`{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens_details":null}}`,
 	`{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":30,"prompt_n":5,"predicted_n":12,"prompt_ms":1.5}}`,
 	`{"timings":{"cache_n":null}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":3}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":null}}`,
 	`{"error":{"message":"boom"}}`,
 	`{"error":null,"object":"error"}`,
 	`{"choices":[{"delta":{"Content":"folded"}}]}`,

@@ -163,7 +163,7 @@ func (t *requestTrace) finish(kernel bool) (Phases, net.Conn) {
 		last := p
 		p = *t.first
 		p.Redirects = t.hops
-		p.Reused, p.Reconnects = last.Reused, p.Reconnects+last.Reconnects
+		p.Reused, p.Reconnects = last.Reused, last.Reconnects // GetConn's count runs over every hop
 	}
 	if !t.fbNow.IsZero() {
 		p.FirstByte = t.fbNow
