@@ -53,10 +53,10 @@ func t975(df int) float64 {
 		return table[1]
 	case df < len(table):
 		return table[df]
-	case df < 60:
-		return 2.000
+	case df < 60: // each range's value at its lowest df: never narrower
+		return 2.042
 	case df < 120:
-		return 1.980
+		return 2.000
 	}
-	return 1.960
+	return 1.980
 }
