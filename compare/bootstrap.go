@@ -19,6 +19,10 @@ const (
 	minBlocks          = 5
 	maxBlocks          = 30
 	requestsPerBlock   = 10
+	// minBeyond is how many requests each side needs beyond a percentile
+	// (above p95: 5% of them) for it to be tested: a p99 of 100 requests
+	// is one request's value, and no resampling makes it more.
+	minBeyond = 2
 )
 
 // timed is one request's value and when it started in its level.

@@ -322,10 +322,15 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 	} else if m.Sample != nil {
 		xa, xb := samples(m, ld.sa), samples(m, ld.sb)
 		r.NA, r.NB = len(xa), len(xb)
-		if r.NA >= 2 && r.NB >= 2 {
+		q, isQ := quantileName(stat)
+		switch {
+		case isQ && (min(r.NA, r.NB) < minBlocks || float64(min(r.NA, r.NB))*min(q, 100-q)/100 < minBeyond):
+			// Too few requests beyond the percentile on a side to tell
+			// its change from the runs' own spread: not tested.
+		case r.NA >= 2 && r.NB >= 2:
 			r.Tested = true
 			_, r.P = MannWhitney(xa, xb)
-			if q, ok := quantileName(stat); ok && r.NA >= minBlocks && r.NB >= minBlocks {
+			if isQ {
 				// A percentile is judged by its own interval, from whole
 				// blocks of requests, not by a test of the distribution.
 				r.Test = "block bootstrap"

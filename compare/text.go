@@ -61,10 +61,10 @@ func (d *Diff) WriteText(w io.Writer) error {
 	// alpha, about alpha × tests rows read "significant" with no change.
 	if tests := d.Tested(); tests > 0 {
 		fmt.Fprintf(w, "%d comparisons tested. A row is a change when the 95%% interval of B − A excludes 0 and the change is at least %g%%: "+
-			"with 3 or more runs a side (--repeat), by Welch's t over one value per run; else, for a percentile, from a block bootstrap "+
-			"(%d resamples of blocks of consecutive requests, so requests that ran together stay together; it assumes blocks, not requests, are independent); "+
+			"with 3 or more runs a side (--repeat), by Welch's t over one value per run; else, for a percentile with at least %d requests beyond it on each side, "+
+			"from a block bootstrap (%d resamples of blocks of consecutive requests, so requests that ran together stay together; it assumes blocks, not requests, are independent); "+
 			"other rows by Mann-Whitney U. At 95%% about %.1f would be called a change by chance alone\n",
-			tests, 100*d.Options.MinChange, bootstrapResamples, float64(tests)*0.05)
+			tests, 100*d.Options.MinChange, minBeyond, bootstrapResamples, float64(tests)*0.05)
 	}
 	ch := d.Changes()
 	if len(ch) == 0 {
