@@ -94,7 +94,7 @@ func TestHTTP2AndGzipStreams(t *testing.T) {
 			zw.Write([]byte(part))
 			zw.Flush()
 			w.(http.Flusher).Flush()
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // far above a busy machine's scheduling lag
 		}
 		zw.Close()
 	}))
@@ -104,7 +104,7 @@ func TestHTTP2AndGzipStreams(t *testing.T) {
 	if r.Failed() || len(r.Chunks) != 2 {
 		t.Fatalf("gzip: %q %s", r.ErrorClass, r.Error)
 	}
-	if gap := r.Chunks[1].At.Sub(r.Chunks[0].At); gap < time.Millisecond {
+	if gap := r.Chunks[1].At.Sub(r.Chunks[0].At); gap < 25*time.Millisecond {
 		t.Errorf("gzip chunks stamped %v apart: the stream was buffered, not decoded as it came", gap)
 	}
 }
