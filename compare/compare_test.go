@@ -341,7 +341,7 @@ func TestSaysWhatWasTested(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("%d comparisons tested. A row is a change when the 95%% interval of B − A excludes 0", n)
-	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("about %.1f would be called a change by chance alone", 0.05*float64(n))) {
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("About %.1f would be called a change by chance alone", 0.05*float64(n))) {
 		t.Errorf("text lacks %q and the count by chance:\n%s", want, out.String())
 	}
 	r := findRow(t, d, 0, "ttft_p50")
@@ -351,6 +351,14 @@ func TestSaysWhatWasTested(t *testing.T) {
 	// 20 requests a side: one beyond p95, too few to test it.
 	if r := findRow(t, d, 0, "ttft_p95"); r.Tested || r.Verdict != NoChange {
 		t.Errorf("ttft_p95 of 20 requests: %+v, want untested and no change", r)
+	}
+	// Every row here is judged by a 95% interval or at alpha 0.05: 5% each.
+	if got := d.ByChance(); math.Abs(got-0.05*float64(n)) > 1e-9 {
+		t.Errorf("ByChance = %g, want %g", got, 0.05*float64(n))
+	}
+	// --alpha sets Mann-Whitney's level, not the intervals': still 5% each.
+	if _, rep, _ := All(a, []*Run{b}, Options{Alpha: 0.01}, nil, ""); math.Abs(rep.ByChance-0.05*float64(n)) > 1e-9 {
+		t.Errorf("alpha 0.01: by chance %g, want %g (the rows are interval-tested)", rep.ByChance, 0.05*float64(n))
 	}
 	_, rep, _ := All(a, []*Run{b, b}, Options{Alpha: 0.05}, nil, "")
 	if rep.Tested != 2*n || math.Abs(rep.ByChance-0.05*float64(2*n)) > 1e-9 {

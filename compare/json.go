@@ -19,8 +19,8 @@ type Report struct {
 	Comparisons []JSONDiff `json:"comparisons"`
 	Gate        *JSONGate  `json:"gate,omitempty"`
 	// Tested counts the rows a test judged, over every comparison;
-	// ByChance is how many of them would read significant at Alpha with no
-	// change at all (Alpha × Tested).
+	// ByChance is how many of them would read significant with no change
+	// at all (Diff.ByChance).
 	Tested   int     `json:"tested"`
 	ByChance float64 `json:"significant_by_chance"`
 }
@@ -147,6 +147,7 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 		}
 		rep.Comparisons = append(rep.Comparisons, o.Diff.JSON())
 		rep.Tested += o.Diff.Tested()
+		rep.ByChance += o.Diff.ByChance()
 		if len(conds) > 0 {
 			o.Trips = o.Diff.Check(conds)
 			for _, t := range o.Trips {
@@ -159,6 +160,5 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 		}
 		outs = append(outs, o)
 	}
-	rep.ByChance = float64(rep.Tested) * opt.Alpha
 	return outs, rep, nothing
 }

@@ -63,8 +63,8 @@ func (d *Diff) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "%d comparisons tested. A row is a change when the 95%% interval of B − A excludes 0 and the change is at least %g%%: "+
 			"with 3 or more runs a side (--repeat), by Welch's t over one value per run; else, for a percentile with at least %d requests beyond it on each side, "+
 			"from a block bootstrap (%d resamples of blocks of consecutive requests, so requests that ran together stay together; it assumes blocks, not requests, are independent); "+
-			"other rows by Mann-Whitney U. At 95%% about %.1f would be called a change by chance alone\n",
-			tests, 100*d.Options.MinChange, minBeyond, bootstrapResamples, float64(tests)*0.05)
+			"other rows by Mann-Whitney U (alpha %g). About %.1f would be called a change by chance alone\n",
+			tests, 100*d.Options.MinChange, minBeyond, bootstrapResamples, d.Options.Alpha, d.ByChance())
 	}
 	ch := d.Changes()
 	if len(ch) == 0 {
@@ -107,6 +107,24 @@ func (d *Diff) Tested() int {
 		for _, r := range ld.Rows {
 			if r.Tested {
 				n++
+			}
+		}
+	}
+	return n
+}
+
+// ByChance is how many tested rows would read as a change with none at
+// all: 5% of those judged by a 95% interval, alpha of those by a p-value.
+func (d *Diff) ByChance() float64 {
+	n := 0.0
+	for _, ld := range d.Levels {
+		for _, r := range ld.Rows {
+			switch {
+			case !r.Tested:
+			case r.Test == "Mann-Whitney U":
+				n += d.Options.Alpha
+			default:
+				n += 0.05
 			}
 		}
 	}
