@@ -7,12 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/live"
 	"github.com/tokbench/tokbench/load"
@@ -20,37 +17,17 @@ import (
 	"github.com/tokbench/tokbench/results"
 )
 
+// benchFlags are bench's flags: the benchmark's options, and what the
+// command does with the result.
 type benchFlags struct {
-	url, apiName, model   string
-	concurrency           string
-	rate, arrival         string
-	burstiness            float64
-	maxConcurrency        int
-	requests              int
-	duration              time.Duration
-	warmup                int
-	tokenizer             string
-	ignoreEOS             bool
-	headers               []string
-	apiKeyEnv             string
-	out, format           string
-	timeout, stallTimeout time.Duration
-	grace                 time.Duration
-	seed                  uint64
-	replace               bool
-	hardware, quant       string
-	gpus                  int
-	paramsB               float64
-	engine, label         string
-	serverMetrics         bool
-	continuousUsage       string
-	lf                    loadFlags
-	wl                    workloadFlags
-	nf                    netFlags
+	opt         benchmark.Options
+	out, format string
+	replace     bool
+	metricsAddr string
 }
 
 func newBenchCmd(env Env) *cobra.Command {
-	f := &benchFlags{}
+	f := &benchFlags{opt: benchmark.DefaultOptions()}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark a streaming endpoint (the embedded simulator without --url)",
@@ -72,38 +49,11 @@ otherwise) and benchmarks it over real HTTP.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "url", "", "base URL as the API's SDK takes it, e.g. http://localhost:8000/v1 (default: the embedded simulator)")
-	fl.StringVar(&f.apiName, "api", "openai-chat", "protocol: "+strings.Join(api.Names, ", ")+", auto (probe the server)")
-	fl.StringVar(&f.model, "model", "", "model name (default: the first one the server lists)")
-	fl.StringVar(&f.concurrency, "concurrency", "1,4,16", "comma list of concurrent users, one level each")
-	fl.StringVar(&f.rate, "rate", "", "open loop: comma list of request rates per second, one level each (instead of --concurrency)")
-	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson, gamma")
-	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma arrivals: shape (below 1 burstier than Poisson, above 1 smoother)")
-	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on requests in flight; late sends count as client queue time (0: no cap)")
-	fl.IntVar(&f.requests, "requests", 0, "requests per level (default max(4×concurrency, 16); with --duration, a cap)")
-	fl.DurationVar(&f.duration, "duration", 0, "run each level this long instead of a request count, e.g. 60s")
-	fl.IntVar(&f.warmup, "warmup", 1, "unrecorded warm-up requests before each level")
-	f.wl.register(fl, f)
-	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "send ignore_eos (vLLM, SGLang, llama.cpp) so outputs reach --output-tokens")
-	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable; values never written to files)")
-	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent in the protocol's header: Bearer token, Anthropic x-api-key; default ANTHROPIC_API_KEY with --api anthropic)")
+	registerOptions(fl, &f.opt)
 	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory (one that holds a run is refused without --replace)")
 	fl.BoolVar(&f.replace, "replace", false, "with --out: write over the run the directory holds")
 	fl.StringVar(&f.format, "format", "table", "stdout format: table, json, markdown, csv")
-	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "limit for one whole request")
-	fl.DurationVar(&f.stallTimeout, "stall-timeout", 0, "fail a request whose stream is silent this long (0: never)")
-	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after Ctrl-C, how long streams in flight may finish")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed for arrival times and the embedded simulator; given, it also fixes the prompts, which are otherwise new in every run (so no run is served from the prompt cache another filled)")
-	fl.StringVar(&f.hardware, "hardware", "", "hardware the endpoint runs on, e.g. h100-sxm (recorded; configures the simulator)")
-	fl.StringVar(&f.quant, "quant", "", "weight precision, e.g. bf16, fp8, int4 (recorded; configures the simulator)")
-	fl.IntVar(&f.gpus, "gpus", 0, "GPUs serving the model (recorded; configures the simulator)")
-	fl.Float64Var(&f.paramsB, "params", 0, "billions of parameters of a dense model not in the catalog (for the ceiling and MBU)")
-	fl.StringVar(&f.engine, "engine", "", "serving engine and version, e.g. vllm-0.11 (recorded)")
-	fl.StringVar(&f.label, "label", "", "free-form label for this run (recorded)")
-	fl.BoolVar(&f.serverMetrics, "server-metrics", false, "scrape the server's /metrics (vLLM's latency histograms) around each level and record its mean TTFT, TPOT and E2E beside the client's (on when --api auto finds vLLM or the simulator)")
-	fl.StringVar(&f.continuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM or tokbench's simulator), on, off; openai-chat and openai-completions only")
-	f.lf.register(fl)
-	f.nf.register(fl)
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of the run on this address, e.g. 127.0.0.1:9090 (/metrics)")
 	groupedHelp(cmd, benchFlagGroups)
 	return cmd
 }
@@ -122,7 +72,13 @@ var benchFlagGroups = []flagGroup{
 }
 
 func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) error {
-	plan, err := f.plan(env, cmd.Flags().Changed)
+	switch f.format {
+	case "table", "json", "markdown", "csv":
+	default:
+		return usagef("--format: unknown %q (known: table, json, markdown, csv)", f.format)
+	}
+	f.opt.Given, f.opt.Getenv, f.opt.Version = cmd.Flags().Changed, env.Getenv, Version
+	plan, err := f.opt.Plan()
 	if err != nil {
 		return err
 	}
@@ -146,7 +102,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		Out:    w,
 		Notice: func(s string) { fmt.Fprintln(env.Stderr, "tokbench: "+s) },
 		Runner: func(r *load.Runner) error {
-			if err := startLive(ctx, env, f.nf.metricsAddr, r); err != nil {
+			if err := startLive(ctx, env, f.metricsAddr, r); err != nil {
 				return err
 			}
 			charts.Attach(r)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/sim"
@@ -31,7 +32,7 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 			if err != nil {
 				return err
 			}
-			users, err := parseIntList("--concurrency", concurrency, 1)
+			users, err := benchmark.ParseCounts("--concurrency", concurrency, 1)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,605 @@
+package benchmark
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/profile"
+	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/workload"
+)
+
+// Options are a benchmark as a user states it: each field is the value of
+// the `tokbench bench` flag of the same name, and Options.Plan's errors
+// name that flag. DefaultOptions holds the flags' defaults.
+type Options struct {
+	URL, API, Model string
+	// Concurrency and Rate are comma lists ("1,4,16"); Rate, when set,
+	// makes the levels open-loop.
+	Concurrency, Rate string
+	Arrival           string
+	Burstiness        float64
+	MaxConcurrency    int
+	Requests          int
+	Duration          time.Duration
+	Warmup            int
+
+	// InputTokens is a length (N, MEAN:STDDEV, LO-HI) or a comma list of
+	// them; OutputTokens one length.
+	InputTokens, OutputTokens string
+	Tokenizer                 string // a tokenize name, a tokenizer.json path, or "server"
+	Dataset, DatasetFormat    string
+	PrefixTokens              int
+	PrefixGroups              int
+	MinTokens                 int
+	IgnoreEOS                 bool
+	ContinuousUsage           string
+	Seed                      uint64
+
+	Headers    []string // "Name: value"
+	APIKeyEnv  string
+	APIKeyFile string
+	Insecure   bool
+	CACert     string // a PEM file
+	HTTP2      bool
+	// Connections is warm or cold; Redirects none or same-origin.
+	Connections, Redirects       string
+	Timeout, StallTimeout, Grace time.Duration
+	Retry                        int
+	MaxErrorRate                 float64
+
+	SLO, Profile string
+	Repeat       int
+	Sweep        string // "" or auto
+	SweepMax     int
+	Shard        string // I/N
+	StartAt      string // RFC 3339
+	Workload     string // synthetic or agent
+	Steps        int
+	ThinkTime    time.Duration
+	RampUp       time.Duration
+	Lockstep     bool
+
+	Hardware, Quant                 string
+	GPUs                            int
+	ParamsB                         float64
+	Engine, Label                   string
+	ServerMetrics                   bool
+	PriceIn, PriceOut, GPUHourPrice float64
+
+	// Given reports whether the user set an option, by its flag name: a
+	// --profile stands in for the options not given, and a few checks
+	// refuse a given value the default would allow (nil: none given).
+	Given func(flag string) bool
+	// Getenv reads the environment for --api-key-env (nil: os.Getenv).
+	Getenv func(string) string
+	// Version is the tool's version, for run.json.
+	Version string
+}
+
+// DefaultOptions are `tokbench bench`'s defaults.
+func DefaultOptions() Options {
+	return Options{
+		API: "openai-chat", Concurrency: "1,4,16", Arrival: string(load.ArrivalPoisson), Burstiness: 1,
+		Warmup: 1, InputTokens: "512", OutputTokens: "128", Tokenizer: tokenize.Default,
+		DatasetFormat: workload.FormatAuto, PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
+		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
+		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
+		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5,
+	}
+}
+
+// options is one Plan call's state: the options, what they parse to.
+type options struct {
+	Options
+	prof      *profile.Profile
+	slos      []metrics.SLO
+	shard     load.Shard
+	start     time.Time
+	sweep     *load.AutoSweep
+	inputs    []workload.Dist
+	output    workload.Dist
+	rows      []workload.Row
+	format    string // the dataset's, once read
+	serverTok bool
+	tok       tokenize.Tokenizer
+	tls       *tls.Config
+	keyEnv    string
+}
+
+func (o *options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
+
+// Plan validates the options — reading the key file, the CA file, the
+// tokenizer and every dataset row, so a bad input stops the run before any
+// request — and returns the plan they describe. Its errors are
+// InputErrors naming the flag.
+func (opts Options) Plan() (*Plan, error) {
+	o := &options{Options: opts}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.given("url") && strings.TrimSpace(o.URL) == "" {
+		// A CI script's unset variable must not gate on simulated numbers.
+		return nil, inputErrorf("--url: empty; leave it out to benchmark the embedded simulator")
+	}
+	for _, check := range []func() error{o.loadShape, o.checkLoad, o.network, o.protocol, o.workload} {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	p := &Plan{
+		URL: o.URL, API: o.API, Model: o.Model, Header: http.Header{},
+		Sim:             SimOptions{Quant: o.Quant, Hardware: o.Hardware, GPUs: o.GPUs, Seed: o.Seed},
+		ContinuousUsage: Switch(o.ContinuousUsage), IgnoreEOS: o.IgnoreEOS, ServerMetrics: o.ServerMetrics,
+		Client: ClientOptions{
+			Timeout: o.Timeout, StallTimeout: o.StallTimeout, Grace: o.Grace,
+			Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Connections == "cold",
+			HTTP2: o.HTTP2, TLS: o.tls, FollowRedirects: o.Redirects == "same-origin",
+		},
+		Sweep: o.sweep, Repeat: o.Repeat, SLOs: o.slos, StartAt: o.start, Shard: o.shard, Version: o.Version,
+		Prices: metrics.Prices{InputPerMillion: o.PriceIn, OutputPerMillion: o.PriceOut, GPUHour: o.GPUHourPrice, GPUs: max(o.GPUs, 1)},
+	}
+	if o.prof != nil {
+		p.Profile = o.prof.Name
+	}
+	if o.URL != "" {
+		ph, note, err := ResolvePhysics(o.Model, o.ParamsB, o.Quant, o.Hardware, o.GPUs)
+		if err != nil {
+			return nil, err
+		}
+		p.Physics = ph
+		if note != "" {
+			p.Notes = append(p.Notes, note)
+		}
+	}
+	promptSeed := o.Seed // given, --seed fixes the prompts too
+	if !o.given("seed") {
+		promptSeed = rand.Uint64() | 1
+	}
+	p.Workload = o.plannedWorkload(promptSeed)
+	if err := o.credentials(p); err != nil {
+		return nil, err
+	}
+	spec, err := o.levelSpec()
+	if err != nil {
+		return nil, err
+	}
+	p.Levels, p.SweepLevel = spec.Levels(), spec.SweepLevel()
+	if p.Sweep != nil {
+		p.Levels = nil // the sweep picks its levels from results
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p.Meta = o.meta(p.Workload)
+	p.Config = o.config(p)
+	return p, nil
+}
+
+// loadShape checks the load-shaping options; a --profile sets the SLOs,
+// workload and steps the user did not give (and, in workload, the token
+// lengths).
+func (o *options) loadShape() error {
+	if o.Profile != "" {
+		p, err := profile.Lookup(o.Profile)
+		if err != nil {
+			return inputErrorf("--profile: %v", err)
+		}
+		o.prof = &p
+		if !o.given("slo") {
+			o.SLO = p.SLOs
+		}
+		if p.Steps > 1 && !o.given("workload") {
+			o.Workload = "agent"
+			if !o.given("steps") {
+				o.Steps = p.Steps
+			}
+		}
+	}
+	if o.SLO != "" {
+		slos, err := metrics.ParseSLOs(o.SLO)
+		if err != nil {
+			return inputErrorf("--slo: %v", err)
+		}
+		o.slos = slos
+	}
+	switch {
+	case o.PriceIn < 0 || o.PriceOut < 0 || o.GPUHourPrice < 0:
+		return inputErrorf("--price-in, --price-out and --gpu-hour-price must not be negative")
+	case o.GPUHourPrice > 0 && (o.PriceIn > 0 || o.PriceOut > 0):
+		return inputErrorf("--gpu-hour-price: prices a run you host; --price-in/--price-out price a provider's tokens; give one or the other")
+	case o.SweepMax < 1:
+		return inputErrorf("--sweep-max: must be at least 1, got %d", o.SweepMax)
+	case o.ThinkTime < 0:
+		return inputErrorf("--think-time: must not be negative")
+	case o.RampUp < 0:
+		return inputErrorf("--ramp-up: must not be negative")
+	}
+	if o.Shard != "" {
+		sh, err := load.ParseShard(o.Shard)
+		if err != nil {
+			return inputErrorf("--shard: %v", err)
+		}
+		o.shard = sh
+		if o.Sweep != "" {
+			return inputErrorf("--shard: an automatic sweep decides its levels from results; give the levels explicitly")
+		}
+	}
+	if o.StartAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.StartAt)
+		if err != nil {
+			return inputErrorf("--start-at: want an RFC 3339 instant like 2026-01-02T15:04:05Z, got %q", o.StartAt)
+		}
+		o.start = t
+	}
+	switch o.Workload {
+	case "synthetic":
+		o.Steps = 1
+	case "agent":
+		if o.Steps < 2 {
+			return inputErrorf("--steps: an agent chain needs at least 2 calls, got %d", o.Steps)
+		}
+	default:
+		return inputErrorf("--workload: unknown %q (known: synthetic, agent)", o.Workload)
+	}
+	switch o.Sweep {
+	case "":
+	case "auto":
+		if o.Rate != "" {
+			return inputErrorf("--sweep: auto sweeps concurrency; it does not combine with --rate")
+		}
+		if o.given("concurrency") {
+			return inputErrorf("--sweep: auto chooses the concurrency levels; drop --concurrency")
+		}
+		o.sweep = &load.AutoSweep{Max: o.SweepMax, Refine: 2, SLOs: o.slos}
+	default:
+		return inputErrorf("--sweep: unknown %q (known: auto)", o.Sweep)
+	}
+	return nil
+}
+
+// checkLoad checks the level options: open-loop options need --rate,
+// counts and durations are positive.
+func (o *options) checkLoad() error {
+	if o.Rate != "" {
+		if o.given("concurrency") {
+			return inputErrorf("--rate: give --concurrency (closed loop) or --rate (open loop), not both")
+		}
+		switch metrics.Arrival(o.Arrival) {
+		case load.ArrivalConstant, load.ArrivalPoisson, load.ArrivalGamma:
+		default:
+			return inputErrorf("--arrival: unknown %q (known: constant, poisson, gamma)", o.Arrival)
+		}
+		if !(o.Burstiness > 0) {
+			return inputErrorf("--burstiness: must be positive, got %g", o.Burstiness)
+		}
+		if o.MaxConcurrency < 0 {
+			return inputErrorf("--max-concurrency: must be 0 or more, got %d", o.MaxConcurrency)
+		}
+	} else {
+		for _, name := range []string{"arrival", "burstiness", "max-concurrency"} {
+			if o.given(name) {
+				return inputErrorf("--%s: applies to open-loop levels; give --rate too", name)
+			}
+		}
+	}
+	switch {
+	case o.Requests < 0 || o.given("requests") && o.Requests == 0:
+		return inputErrorf("--requests: must be at least 1, got %d (leave it out for the default)", o.Requests)
+	case o.Duration < 0 || o.given("duration") && o.Duration == 0:
+		return inputErrorf("--duration: must be positive, got %s", o.Duration)
+	case o.Warmup < 0:
+		return inputErrorf("--warmup: must be 0 or more, got %d", o.Warmup)
+	case o.GPUs < 0:
+		return inputErrorf("--gpus: must be positive, got %d", o.GPUs)
+	case o.ParamsB < 0:
+		return inputErrorf("--params: must be positive, got %g", o.ParamsB)
+	}
+	return nil
+}
+
+// network checks the transport options and reads the CA file.
+func (o *options) network() error {
+	switch {
+	case o.Connections != "warm" && o.Connections != "cold":
+		return inputErrorf("--connections: want warm or cold, got %q", o.Connections)
+	case o.Redirects != "none" && o.Redirects != "same-origin":
+		return inputErrorf("--redirects: want none or same-origin, got %q", o.Redirects)
+	}
+	if !o.Insecure && o.CACert == "" {
+		return nil
+	}
+	o.tls = &tls.Config{InsecureSkipVerify: o.Insecure} //nolint:gosec // the user asked for it
+	if o.CACert == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(o.CACert)
+	if err != nil {
+		return inputErrorf("--ca-cert: %v", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return inputErrorf("--ca-cert: %s holds no PEM certificate", o.CACert)
+	}
+	o.tls.RootCAs = pool
+	return nil
+}
+
+// protocol checks the URL, the API and the usage switch.
+func (o *options) protocol() error {
+	if o.URL != "" {
+		if _, err := (api.OpenAI{}).Endpoint(o.URL); err != nil {
+			return inputErrorf("--url: %v", err)
+		}
+	}
+	if o.API != "auto" {
+		if _, err := api.ByName(o.API); err != nil {
+			return inputErrorf("--api: %v", err)
+		}
+	}
+	switch Switch(o.ContinuousUsage) {
+	case Auto, On, Off:
+	default:
+		return inputErrorf("--continuous-usage: unknown %q (known: auto, on, off)", o.ContinuousUsage)
+	}
+	return CheckContinuousUsage(o.API, Switch(o.ContinuousUsage))
+}
+
+// workload parses the prompt and length options, loads the tokenizer and
+// reads every dataset row. A --profile's lengths stand in for
+// --input-tokens and --output-tokens when they are not given.
+func (o *options) workload() error {
+	var err error
+	prof := o.prof
+	if prof != nil && !o.given("input-tokens") && prof.InputTokens > 0 {
+		o.inputs = []workload.Dist{workload.Fixed(prof.InputTokens)}
+	} else if o.inputs, err = workload.ParseDists(o.InputTokens); err != nil {
+		return inputErrorf("--input-tokens: %v", err)
+	}
+	if prof != nil && !o.given("output-tokens") && prof.OutputTokens > 0 {
+		o.output = workload.Fixed(prof.OutputTokens)
+	} else if o.output, err = workload.ParseDist(o.OutputTokens); err != nil {
+		return inputErrorf("--output-tokens: %v", err)
+	}
+	switch {
+	case len(o.inputs) > 1 && o.Sweep != "":
+		return inputErrorf("--input-tokens: a list sweeps input length; it does not combine with --sweep")
+	case len(o.inputs) > 1 && o.Dataset != "":
+		return inputErrorf("--input-tokens: a list sweeps synthetic input length; it does not combine with --dataset")
+	case o.PrefixTokens < 0:
+		return inputErrorf("--prefix-tokens: must be 0 or more, got %d", o.PrefixTokens)
+	case o.PrefixGroups < 1:
+		return inputErrorf("--prefix-groups: must be at least 1, got %d", o.PrefixGroups)
+	case o.MinTokens < 0:
+		return inputErrorf("--min-tokens: must be 0 or more, got %d", o.MinTokens)
+	}
+	name := o.Tokenizer
+	if name == "server" {
+		o.serverTok = true
+		name = tokenize.Default // builds prompts and counts output without usage
+	}
+	if o.tok, err = tokenize.Open(name); err != nil {
+		return inputErrorf("--tokenizer: %v", err)
+	}
+	if o.Dataset == "" {
+		return nil
+	}
+	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed)
+	if errors.Is(err, workload.ErrFormat) {
+		return inputErrorf("--dataset-format: %v", err)
+	} else if err != nil {
+		return inputErrorf("--dataset: %v", err)
+	}
+	o.format, o.rows = ds.Format, ds.Rows
+	return nil
+}
+
+// plannedWorkload is the validated workload as the plan's.
+func (o *options) plannedWorkload(promptSeed uint64) Workload {
+	wl := Workload{
+		Inputs: o.inputs, Output: o.output, Rows: o.rows,
+		PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups, MinTokens: o.MinTokens,
+		Tokenizer: o.tok, ServerTokenizer: o.serverTok, PromptSeed: promptSeed,
+		// The first length stands for the run where one number is needed
+		// (run.json, the physics context).
+		InputTokens: int(o.inputs[0].Mean), OutputTokens: int(o.output.Mean),
+	}
+	if o.format == workload.FormatText {
+		wl.Corpus = o.Dataset
+	}
+	return wl
+}
+
+// credentials sets the plan's headers, API key and secrets: the key from
+// --api-key-file, else from --api-key-env's variable.
+func (o *options) credentials(p *Plan) error {
+	for _, h := range o.Headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return inputErrorf("--header: want 'Name: value', got %q", redactHeaderArg(h))
+		}
+		value = strings.TrimSpace(value)
+		p.Header.Add(name, value)
+		if sensitiveHeader(name) {
+			p.Secrets = append(p.Secrets, value)
+		}
+	}
+	p.Secrets = append(p.Secrets, api.URLSecrets(o.URL)...)
+	o.keyEnv = o.APIKeyEnv
+	if o.API == "anthropic" && !o.given("api-key-env") {
+		o.keyEnv = "ANTHROPIC_API_KEY"
+	}
+	if o.APIKeyFile != "" {
+		b, err := os.ReadFile(o.APIKeyFile)
+		if err != nil {
+			// The error names the file, never its contents.
+			return inputErrorf("--api-key-file: %v", err)
+		}
+		key := strings.TrimSpace(string(b))
+		if key == "" || strings.ContainsAny(key, "\r\n") {
+			return inputErrorf("--api-key-file: %s must hold one key on one line", o.APIKeyFile)
+		}
+		p.APIKey = key
+		return nil
+	}
+	if o.keyEnv != "" {
+		p.APIKey = strings.TrimSpace(o.Getenv(o.keyEnv))
+		if p.APIKey == "" && o.given("api-key-env") {
+			// Named on purpose, so a key is meant to go: a run without it
+			// would measure 401s (or a different tier).
+			return inputErrorf("--api-key-env: $%s is not set or is empty", o.keyEnv)
+		}
+	}
+	return nil
+}
+
+// levels are the configured levels (a shard runs its part of each); none
+// when a sweep picks them.
+func (o *options) levels() (conc []int, rates []float64, err error) {
+	if o.Rate != "" {
+		rates, err = ParseRates("--rate", o.Rate)
+	} else if o.Sweep == "" {
+		conc, err = ParseCounts("--concurrency", o.Concurrency, 1)
+	}
+	return conc, rates, err
+}
+
+// levelSpec is the load the options ask for.
+func (o *options) levelSpec() (LevelSpec, error) {
+	spec := LevelSpec{
+		Arrival: metrics.Arrival(o.Arrival), Burstiness: o.Burstiness, MaxInFlight: o.MaxConcurrency,
+		Requests: o.Requests, Duration: o.Duration, Warmup: o.Warmup, Seed: o.Seed,
+		Steps: o.Steps, ThinkTime: o.ThinkTime, RampUp: o.RampUp, Lockstep: o.Lockstep, Shard: o.shard,
+	}
+	for _, d := range o.inputs {
+		spec.InputTokens = append(spec.InputTokens, int(d.Mean))
+	}
+	var err error
+	spec.Concurrency, spec.Rates, err = o.levels()
+	return spec, err
+}
+
+// meta is run.json's like-for-like metadata from the options.
+func (o *options) meta(wl Workload) map[string]string {
+	m := map[string]string{}
+	for k, v := range map[string]string{"hardware": o.Hardware, "quant": o.Quant, "engine": o.Engine, "label": o.Label} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if o.GPUs > 0 {
+		m["gpus"] = fmt.Sprint(o.GPUs)
+	}
+	m["input_tokens"] = fmt.Sprint(wl.InputTokens)
+	m["output_tokens"] = fmt.Sprint(wl.OutputTokens)
+	return m
+}
+
+// config is run.json's configuration, without secrets: sensitive header
+// values read "[REDACTED]".
+func (o *options) config(p *Plan) Config {
+	var hs []string
+	for _, h := range o.Headers {
+		hs = append(hs, redactHeaderArg(h))
+	}
+	conc, rates, _ := o.levels()
+	var in []string
+	for _, d := range o.inputs {
+		in = append(in, d.String())
+	}
+	return Config{
+		URL: api.RedactURL(o.URL), API: o.API, Model: o.Model,
+		Concurrency: conc, Rate: rates, Arrival: o.Arrival, Burstiness: o.Burstiness,
+		MaxConcurrency: o.MaxConcurrency, Requests: o.Requests, Duration: o.Duration.String(),
+		Warmup: o.Warmup, InputTokens: p.Workload.InputTokens, OutputTokens: p.Workload.OutputTokens,
+		Tokenizer: p.Workload.Tokenizer.Name(), IgnoreEOS: o.IgnoreEOS, Headers: hs,
+		APIKeyEnv: o.keyEnv, Timeout: o.Timeout.String(), StallTimeout: o.StallTimeout.String(),
+		Seed: o.Seed, PromptSeed: p.Workload.PromptSeed,
+		Load: LoadConfig{
+			SLO: strings.TrimSpace(o.SLO), Profile: o.Profile, Repeat: o.Repeat, Sweep: o.Sweep,
+			StartAt: o.StartAt, Workload: o.Workload, Steps: o.Steps, ThinkTime: o.ThinkTime.String(),
+			RampUp: o.RampUp.String(), Lockstep: o.Lockstep,
+			PriceIn: o.PriceIn, PriceOut: o.PriceOut, GPUHourPrice: o.GPUHourPrice,
+		},
+		HTTP2: o.HTTP2, Connections: o.Connections, Redirects: o.Redirects, Shard: o.Shard,
+		Prompts: PromptConfig{
+			InputTokens: in, OutputTokens: o.output.String(), Dataset: o.Dataset,
+			DatasetFormat: o.format, PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups,
+			MinTokens: o.MinTokens, TokenizerServer: o.serverTok,
+		},
+	}
+}
+
+// ParseCounts parses a comma list of whole numbers such as "1,4,16" given
+// to flag, each at least lo; the error is an InputError naming flag.
+func ParseCounts(flag, s string, lo int) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		v, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, inputErrorf("%s: %q is not a whole number (want a comma list like 1,4,16)", flag, part)
+		}
+		if v < lo {
+			return nil, inputErrorf("%s: %d is below %d", flag, v, lo)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ParseRates parses a comma list of positive numbers such as "2,5.5"
+// given to flag; the error is an InputError naming flag.
+func ParseRates(flag, s string) ([]float64, error) {
+	var out []float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		v, err := strconv.ParseFloat(part, 64)
+		if err != nil || !(v > 0) || v > 1e6 {
+			return nil, inputErrorf("%s: %q is not a positive number (want a comma list like 2,5)", flag, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// sensitiveHeader reports whether a header's value is a credential.
+func sensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie", "x-api-key", "api-key":
+		return true
+	}
+	return strings.Contains(n, "key") || strings.Contains(n, "token") ||
+		strings.Contains(n, "secret") || strings.Contains(n, "auth") || strings.Contains(n, "password")
+}
+
+// redactHeaderArg shows a --header argument with a sensitive value hidden.
+func redactHeaderArg(h string) string {
+	name, _, ok := strings.Cut(h, ":")
+	if !ok {
+		if len(h) > 12 {
+			return h[:4] + "…[REDACTED]"
+		}
+		return "[REDACTED]"
+	}
+	if sensitiveHeader(strings.TrimSpace(name)) {
+		return strings.TrimSpace(name) + ": [REDACTED]"
+	}
+	return h
+}
