@@ -36,6 +36,14 @@ type Hooks struct {
 	// Level is called as each run of a level starts; the function it
 	// returns, when the run ends (a progress line).
 	Level func(*load.Runner, load.Level) func()
+	// Adapter, when set, wraps the protocol adapter the run settled on
+	// (after probing), e.g. to read what a test server writes into each
+	// chunk.
+	Adapter func(api.Adapter) api.Adapter
+	// Source, when set, makes each level's requests (idx: the level's
+	// place in the order run) instead of the plan's workload; the plan's
+	// Workload still gives the tokenizer that counts output without usage.
+	Source func(idx int, lv load.Level) load.Source
 }
 
 // Result is what a run measured.
@@ -207,6 +215,9 @@ func modelListError(err error, secrets []string) error {
 func (r *run) measure(ctx context.Context) (*Result, error) {
 	p, w := r.p, r.hooks.Out
 	tok := p.Workload.Tokenizer
+	if r.hooks.Adapter != nil {
+		r.adapter = r.hooks.Adapter(r.adapter)
+	}
 	mc := newClient(p.Client, r.transport, r.http, r.adapter, r.base, r.header, r.secrets, tok)
 	client, runner := mc.API, mc.Runner
 	res := &Result{}
@@ -316,7 +327,10 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 }
 
 // source makes the requests of level idx.
-func (r *run) source(ctx context.Context, idx int, lv load.Level) (*workload.Source, error) {
+func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, error) {
+	if r.hooks.Source != nil {
+		return r.hooks.Source(idx, lv), nil
+	}
 	wl := r.p.Workload
 	n := lv.Requests * max(lv.Steps, 1) // warm-ups are variants of these (Source.WarmupRequest)
 	if lv.Duration > 0 && lv.Requests == 0 {

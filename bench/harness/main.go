@@ -1,7 +1,7 @@
 // Command harness measures tokbench's own cost and accuracy: it builds and
 // starts bench/fakeserver as a separate process on loopback, drives it with
-// benchmark.NewClient (the client `tokbench bench` measures with) and
-// reports, per scenario, the client's timing error (recorded chunk arrival
+// benchmark.Run (the code path of `tokbench bench`; its hooks give the
+// requests and read the server's send stamps) and reports, per scenario, the client's timing error (recorded chunk arrival
 // minus the server's send instant, which every chunk carries), TTFT error,
 // tokens/s ingested, requests/s, client CPU per million tokens and per
 // request (getrusage), peak RSS, memory per idle stream and open-loop pacing
@@ -19,6 +19,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -49,6 +50,7 @@ import (
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/workload"
 )
 
 func main() {
@@ -396,14 +398,14 @@ func (s source) Request(int) (*api.Request, int) {
 // counting sees what a real stream gives it (repeating short words) rather
 // than unique numbers.
 type stampAdapter struct {
-	api.OpenAI
-	mu         sync.Mutex
-	collect    bool
-	errs       []float64 // ms, every token chunk
-	steady     []float64 // ms, token chunks from a request's steadyFrom-th on
-	steadyFrom int
-	first      []float64 // ms, the first token chunk of each request
-	bad        int
+	api.Adapter // the run's own (set by the Adapter hook)
+	mu          sync.Mutex
+	collect     bool      // from the measured level's start: warm-up answers are not figures
+	errs        []float64 // ms, every token chunk
+	steady      []float64 // ms, token chunks from a request's steadyFrom-th on
+	steadyFrom  int
+	first       []float64 // ms, the first token chunk of each request
+	bad         int
 	// truth holds, by the response's Start (unix ns), each answer's true
 	// TTFT from the server's instants (first chunk sent − request
 	// arrived) beside the TTFT the client records for it, so that the
@@ -432,8 +434,15 @@ func parseStamp(text string, first bool) (sent, arrival int64, err error) {
 	return sent, arrival, err
 }
 
+// start collects from now on.
+func (a *stampAdapter) start() {
+	a.mu.Lock()
+	a.collect = true
+	a.mu.Unlock()
+}
+
 func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
-	a.OpenAI.Decode(body, resp)
+	a.Adapter.Decode(body, resp)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i := range resp.Chunks {
@@ -468,11 +477,6 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 	}
 }
 
-func (h *harness) runner(collect bool) (*load.Runner, *stampAdapter, func()) {
-	c, ad := h.client(h.options(), h.base, collect)
-	return c.Runner, ad, c.Transport.CloseIdleConnections
-}
-
 // options are the client options tokbench bench measures with by default,
 // with -rxstamp=false a plain dialer instead of kernel receive stamps.
 func (h *harness) options() benchmark.ClientOptions {
@@ -483,27 +487,98 @@ func (h *harness) options() benchmark.ClientOptions {
 	return o
 }
 
-// client is bench's measuring client (benchmark.NewClient) with the
-// stamp-reading adapter.
-func (h *harness) client(o benchmark.ClientOptions, base string, collect bool) (*benchmark.Client, *stampAdapter) {
-	ad := &stampAdapter{OpenAI: api.OpenAI{Chat: true}, collect: collect}
-	return benchmark.NewClient(o, ad, base, nil, nil, h.tok), ad
+// levelRun is one scenario's level: what benchmark.Run (the code path of
+// tokbench bench) is given.
+type levelRun struct {
+	client benchmark.ClientOptions
+	base   string // the server's base URL
+	// ad reads the send stamps (nil: one that only replaces them with a
+	// word, as every answer's are).
+	ad *stampAdapter
+	// warm, when it has users, is an unmeasured level run first on the
+	// same connections (warmSrc its requests).
+	warm    load.Level
+	warmSrc load.Source
+	lv      load.Level
+	src     load.Source
+	// started, when set, is given the runner as the measured level starts.
+	started func(*load.Runner)
 }
 
-// level runs one level and fills the common figures.
-func (h *harness) level(name string, r *load.Runner, lv load.Level, src load.Source) (Result, load.Result, error) {
+// level runs one level through benchmark.Run and fills the common figures
+// from the measured level alone: CPU, wall time and peak RSS from its
+// start to its end; its summary and records.
+func (h *harness) level(name string, lr levelRun) (Result, load.Result, error) {
 	debug.FreeOSMemory() // a collection, and the freed memory back to the system
 	ownPeak := resetPeakRSS()
-	cpu0 := cpuTime()
-	t0 := time.Now()
-	res, err := r.RunLevel(context.Background(), 0, lv, src)
-	wall := time.Since(t0)
-	cpu := cpuTime() - cpu0
-	if err != nil {
-		return Result{}, res, fmt.Errorf("%s: %w", name, err)
+	levels, sources := []load.Level{lr.lv}, []load.Source{lr.src}
+	if lr.warm.Load.Concurrency > 0 {
+		levels, sources = []load.Level{lr.warm, lr.lv}, []load.Source{lr.warmSrc, lr.src}
 	}
+	measured := len(levels) - 1
+	collect := lr.ad != nil
+	if !collect {
+		lr.ad = &stampAdapter{}
+	}
+	plan := &benchmark.Plan{
+		URL: lr.base, API: "openai-chat", Model: "fake", ContinuousUsage: benchmark.Off,
+		Client: lr.client, Levels: levels, Repeat: 1,
+		Workload: benchmark.Workload{Tokenizer: h.tok, Inputs: []workload.Dist{workload.Fixed(2)}, Output: workload.Fixed(1)},
+	}
+	var (
+		mu      sync.Mutex
+		started int
+		inLevel bool
+		records []metrics.Record
+		cpu     time.Duration
+		wall    time.Duration
+	)
+	hooks := benchmark.Hooks{
+		Source: func(idx int, _ load.Level) load.Source { return sources[idx] },
+		Runner: func(r *load.Runner) error {
+			r.Sink = func(rec metrics.Record) {
+				mu.Lock()
+				if inLevel {
+					records = append(records, rec)
+				}
+				mu.Unlock()
+			}
+			return nil
+		},
+		Level: func(r *load.Runner, _ load.Level) func() {
+			if started++; started-1 != measured {
+				return func() {}
+			}
+			if collect {
+				lr.ad.start()
+			}
+			if lr.started != nil {
+				lr.started(r)
+			}
+			mu.Lock()
+			inLevel = true
+			mu.Unlock()
+			cpu0, t0 := cpuTime(), time.Now()
+			return func() {
+				wall, cpu = time.Since(t0), cpuTime()-cpu0
+				mu.Lock()
+				inLevel = false
+				mu.Unlock()
+			}
+		},
+	}
+	hooks.Adapter = func(a api.Adapter) api.Adapter { lr.ad.Adapter = a; return lr.ad }
+	run, err := benchmark.Run(context.Background(), plan, hooks)
+	if err != nil {
+		return Result{}, load.Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	idx := measured
+	if run.NewIndex != nil {
+		idx = run.NewIndex[measured]
+	}
+	res := load.Result{Level: run.Summary.Levels[idx], Records: records}
 	l := res.Level
-	out := Result{Scenario: name, Streams: lv.Load.Concurrency, RateRPS: lv.Load.RateRPS,
+	out := Result{Scenario: name, Streams: lr.lv.Load.Concurrency, RateRPS: lr.lv.Load.RateRPS,
 		Requests: l.Requests.Sent, Failed: l.Requests.Failed, Tokens: l.OutputTokens,
 		WallS: l.DurationS, TokensPerS: l.OutputTPS, PeakRSSMB: peakRSSMB(), Warnings: l.Warnings,
 		CPUUtil: cpu.Seconds() / (wall.Seconds() * float64(runtime.GOMAXPROCS(0)))}
@@ -563,26 +638,18 @@ func (h *harness) streams(name string, c int, ramp bool, offered float64) (Resul
 		tokens = 16
 	}
 	gap := max(2*time.Millisecond, time.Duration(float64(c)/offered*float64(time.Second)))
-	r, ad, closeIdle := h.runner(true)
-	defer closeIdle()
 	// Warm-up requests (one per stream, not recorded) open the connections
 	// first, so that the figures are the steady state, not c dials at once.
 	src := source{tokens: tokens, ttft: 5 * time.Millisecond, gap: gap, burst: 1, step: h.step}
 	warm := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: c, Lockstep: true}
-	ad.collect = false
-	if _, err := r.RunLevel(context.Background(), 0, warm, source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}); err != nil {
-		return Result{}, err
-	}
-	ad.mu.Lock()
-	ad.collect = true
-	ad.steadyFrom = min(16, tokens/2)
-	ad.mu.Unlock()
+	ad := &stampAdapter{steadyFrom: min(16, tokens/2)}
 	// Without a ramp (burst), every user starts in the same instant.
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: max(c*rounds, 20), Lockstep: !ramp}
 	if ramp {
 		lv.RampUp = src.ttft + time.Duration(tokens)*gap
 	}
-	out, _, err := h.level(name, r, lv, src)
+	out, _, err := h.level(name, levelRun{client: h.options(), base: h.base, ad: ad,
+		warm: warm, warmSrc: source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}, lv: lv, src: src})
 	if err != nil {
 		return out, err
 	}
@@ -606,10 +673,8 @@ func (h *harness) streams(name string, c int, ramp bool, offered float64) (Resul
 // requests: c closed-loop users of one-token answers with no server delay;
 // measures the request rate the client sustains and its CPU per request.
 func (h *harness) requests(c int) (Result, error) {
-	r, _, closeIdle := h.runner(false)
-	defer closeIdle()
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: max(20*c, 2000), Lockstep: true}
-	out, _, err := h.level("requests", r, lv, source{tokens: 1})
+	out, _, err := h.level("requests", levelRun{client: h.options(), base: h.base, lv: lv, src: source{tokens: 1}})
 	if done := out.Requests - out.Failed; done > 0 && out.WallS > 0 {
 		out.CPUUsPerReq = out.CPUSPerMTok * float64(out.Tokens) / float64(done) // s per million tokens × tokens per request
 		out.ReqPerS = float64(done) / out.WallS
@@ -621,14 +686,12 @@ func (h *harness) requests(c int) (Result, error) {
 // 16 chunks (one token each) per write; measures ingest rate and CPU.
 func (h *harness) flat(c int) (Result, error) {
 	const tokens = 2000
-	r, _, closeIdle := h.runner(false)
-	defer closeIdle()
 	requests := max(2*c, 100)
 	if c >= 1000 {
 		requests = c
 	}
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: requests, Lockstep: true}
-	out, _, err := h.level("flat", r, lv, source{tokens: tokens, burst: 16})
+	out, _, err := h.level("flat", levelRun{client: h.options(), base: h.base, lv: lv, src: source{tokens: tokens, burst: 16}})
 	return out, err
 }
 
@@ -654,16 +717,14 @@ func (h *harness) first(srv *serverProc, mode string, c int) (Result, error) {
 		o.TLS = &tls.Config{RootCAs: srv.roots}
 	}
 	o.HTTP2 = mode == "h2"
-	cl, ad := h.client(o, scheme+"://"+srv.addr+"/v1", true)
-	defer cl.Transport.CloseIdleConnections()
-	r := cl.Runner
+	ad := &stampAdapter{}
 	before, err := srv.stats()
 	if err != nil {
 		return Result{}, err
 	}
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, Requests: 2 * c, Lockstep: true} // all users at once, on purpose
 	src := source{tokens: 8, ttft: 100 * time.Millisecond, gap: 5 * time.Millisecond, burst: 1}
-	out, res, err := h.level("first", r, lv, src)
+	out, res, err := h.level("first", levelRun{client: o, base: scheme + "://" + srv.addr + "/v1", ad: ad, lv: lv, src: src})
 	if err != nil {
 		return out, err
 	}
@@ -784,9 +845,8 @@ func (h *harness) first(srv *serverProc, mode string, c int) (Result, error) {
 // idle: n streams whose server holds back the first token for 3 s; the
 // client's memory is sampled once all are open and waiting.
 func (h *harness) idle(n int) (Result, error) {
-	r, _, closeIdle := h.runner(false)
-	defer closeIdle()
 	heap0, rss0 := memNow()
+	runner := make(chan *load.Runner, 1)
 	type done struct {
 		out Result
 		err error
@@ -794,9 +854,16 @@ func (h *harness) idle(n int) (Result, error) {
 	ch := make(chan done, 1)
 	go func() {
 		lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: n}, Requests: n, Lockstep: true}
-		out, _, err := h.level("idle", r, lv, source{tokens: 1, ttft: 3 * time.Second})
+		out, _, err := h.level("idle", levelRun{client: h.options(), base: h.base, lv: lv,
+			src: source{tokens: 1, ttft: 3 * time.Second}, started: func(r *load.Runner) { runner <- r }})
 		ch <- done{out, err}
 	}()
+	var r *load.Runner
+	select {
+	case r = <-runner:
+	case d := <-ch:
+		return d.out, cmp.Or(d.err, errors.New("idle: the level ended before it started"))
+	}
 	deadline := time.Now().Add(2500 * time.Millisecond)
 	for r.Progress.InFlight.Load() < int64(n) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -819,10 +886,9 @@ func (h *harness) idle(n int) (Result, error) {
 // pacing: an open-loop constant schedule at rate req/s of short answers;
 // the client's queue time (actual send − scheduled send) is the pacing error.
 func (h *harness) pacing(rate float64, requests int) (Result, error) {
-	r, _, closeIdle := h.runner(false)
-	defer closeIdle()
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: rate, Arrival: load.ArrivalConstant}, Requests: requests}
-	out, res, err := h.level("pacing", r, lv, source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond})
+	out, res, err := h.level("pacing", levelRun{client: h.options(), base: h.base, lv: lv,
+		src: source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}})
 	if err != nil {
 		return out, err
 	}
