@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -41,37 +42,71 @@ const hitShare = 0.1
 // median is taken for a cache hit.
 const likelyHitFactor = 4
 
-func (lv *Level) summarizeCache(recs []Record) {
-	c := &PromptCache{}
-	var perToken, open []float64 // prefill ms per prompt token, sorted later, and as found
-	for i := range recs {
-		r := &recs[i]
-		if !r.OK {
-			continue
+// cacheAcc gathers what the servers said of their prompt cache. Prefill
+// times per prompt token are held exactly for RequestLimit requests; a
+// longer level judges the rest against the median of those.
+type cacheAcc struct {
+	c        PromptCache
+	perToken []float64 // prefill ms per prompt token, as found
+	median   float64   // frozen once perToken filled up (0 until then)
+}
+
+func (a *cacheAcc) add(r *Record) {
+	c := &a.c
+	if !r.OK {
+		return
+	}
+	if r.CacheReported {
+		c.Reported++
+		c.PromptTokens += r.InputTokens
+		c.CachedTokens += r.CachedTokens
+		if r.CachedTokens > 0 && float64(r.CachedTokens) >= hitShare*float64(r.InputTokens) {
+			c.HitRequests++
 		}
-		if r.CacheReported {
-			c.Reported++
-			c.PromptTokens += r.InputTokens
-			c.CachedTokens += r.CachedTokens
-			if r.CachedTokens > 0 && float64(r.CachedTokens) >= hitShare*float64(r.InputTokens) {
-				c.HitRequests++
-			}
-			continue
+		return
+	}
+	s := r.Server
+	if s == nil || s.PromptMs <= 0 || r.InputTokens <= 0 {
+		return
+	}
+	v := s.PromptMs / float64(r.InputTokens)
+	if a.median > 0 {
+		if v*likelyHitFactor < a.median {
+			c.LikelyHits++
 		}
-		if s := r.Server; s != nil && s.PromptMs > 0 && r.InputTokens > 0 {
-			v := s.PromptMs / float64(r.InputTokens)
-			perToken = append(perToken, v)
-			open = append(open, v)
+		return
+	}
+	a.perToken = append(a.perToken, v)
+	if len(a.perToken) == requestLimit {
+		var hits int
+		hits, a.median = likelyHits(a.perToken)
+		c.LikelyHits += hits
+		a.perToken = nil
+	}
+}
+
+// likelyHits counts the values far below their median, and returns the
+// median.
+func likelyHits(perToken []float64) (hits int, median float64) {
+	sorted := slices.Clone(perToken)
+	sort.Float64s(sorted)
+	median = Percentile(sorted, 50)
+	for _, v := range perToken {
+		if v*likelyHitFactor < median {
+			hits++
 		}
 	}
-	if len(perToken) >= 4 {
-		sort.Float64s(perToken)
-		median := Percentile(perToken, 50)
-		for _, v := range open {
-			if v*likelyHitFactor < median {
-				c.LikelyHits++
-			}
-		}
+	return hits, median
+}
+
+// apply sets lv.PromptCache, with a warning when requests were served
+// from the cache.
+func (a *cacheAcc) apply(lv *Level) {
+	cc := a.c
+	c := &cc
+	if a.median == 0 && len(a.perToken) >= 4 {
+		hits, _ := likelyHits(a.perToken)
+		c.LikelyHits += hits
 	}
 	if c.Reported == 0 && c.LikelyHits == 0 {
 		return

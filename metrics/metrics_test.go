@@ -158,7 +158,7 @@ func TestSteadyTPS(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	got := steadyTPS(Load{Mode: "concurrency", Concurrency: 2}, recs, 1.0)
+	got := Summarize(Load{Mode: "concurrency", Concurrency: 2}, recs, 1.0).SteadyOutputTPS
 	// window [5, 900]: tokens at 5..895 step 10 = 90 per user, plus none at 900
 	if want := 180 / 0.895; !near(got, want, 1e-9) {
 		t.Errorf("steadyTPS = %g, want %g", got, want)
@@ -181,7 +181,7 @@ func TestSteadyTPSAfterRamp(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	got := steadyTPS(Load{Mode: "concurrency", Concurrency: 4}, recs, 13)
+	got := Summarize(Load{Mode: "concurrency", Concurrency: 4}, recs, 13).SteadyOutputTPS
 	// Window [3100, 11000] (the last send): user u streams a token every
 	// 100 ms from u×1000+100 to u×1000+10000, so 70, 80, 80 and 80 fall
 	// inside. From 2.1 s it would be 80+90+90+80 over 8.9 s = 38.2.

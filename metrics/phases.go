@@ -74,42 +74,50 @@ type Connections struct {
 // kernel may carry the client's own delay in its TTFT.
 const slowWriteMs = 1.0
 
-// summarizeConnections fills lv.Connections from the records that carry
-// phases, and warns when writing requests took long enough to reach the
-// numbers.
-func (lv *Level) summarizeConnections(recs []Record) {
-	var wait, setup, connect, tlsHS, write, first []float64
-	var opened, reconnects, redirected int
-	httpV, tlsV := map[string]bool{}, map[string]bool{}
-	for i := range recs {
-		p := recs[i].Phases
-		if p == nil {
-			continue
-		}
-		reconnects += p.Reconnects
-		if p.Redirects > 0 {
-			redirected++
-		}
-		if p.HTTP == "" { // no connection, or no answer on it
-			continue
-		}
-		httpV[p.HTTP] = true
+// connAcc gathers the phases of the records that carry them; apply fills
+// lv.Connections and warns when writing requests took long enough to
+// reach the numbers.
+type connAcc struct {
+	wait, setup, connect, tlsHS, write, first Sample
+	opened, reconnects, redirected            int
+	httpV, tlsV                               map[string]bool
+}
+
+func (a *connAcc) add(r *Record) {
+	p := r.Phases
+	if p == nil {
+		return
+	}
+	a.reconnects += p.Reconnects
+	if p.Redirects > 0 {
+		a.redirected++
+	}
+	if p.HTTP == "" { // no connection, or no answer on it
+		return
+	}
+	if a.httpV == nil {
+		a.httpV, a.tlsV = map[string]bool{}, map[string]bool{}
+	}
+	a.httpV[p.HTTP] = true
+	if p.TLS != "" {
+		a.tlsV[p.TLS] = true
+	}
+	a.wait.Add(p.ConnWaitMs)
+	a.write.Add(p.WriteMs)
+	a.first.Add(p.FirstByteMs)
+	if !p.Reused {
+		a.opened++
+		a.setup.Add(p.ConnWaitMs)
+		a.connect.Add(p.ConnectMs)
 		if p.TLS != "" {
-			tlsV[p.TLS] = true
-		}
-		wait = append(wait, p.ConnWaitMs)
-		write = append(write, p.WriteMs)
-		first = append(first, p.FirstByteMs)
-		if !p.Reused {
-			opened++
-			setup = append(setup, p.ConnWaitMs)
-			connect = append(connect, p.ConnectMs)
-			if p.TLS != "" {
-				tlsHS = append(tlsHS, p.TLSMs)
-			}
+			a.tlsHS.Add(p.TLSMs)
 		}
 	}
-	if len(wait) == 0 && lv.Connections == nil {
+}
+
+// apply fills lv.Connections.
+func (a *connAcc) apply(lv *Level) {
+	if a.wait.Len() == 0 && lv.Connections == nil {
 		return
 	}
 	c := lv.Connections
@@ -117,10 +125,10 @@ func (lv *Level) summarizeConnections(recs []Record) {
 		c = &Connections{}
 		lv.Connections = c
 	}
-	c.Opened, c.Reconnects, c.Redirected = opened, reconnects, redirected
-	c.HTTP, c.TLS = joinKeys(httpV), joinKeys(tlsV)
-	c.ConnWaitMs, c.WriteMs, c.FirstByteMs = Describe(wait), Describe(write), Describe(first)
-	c.SetupMs, c.ConnectMs, c.TLSMs = describeSome(setup), describeSome(connect), describeSome(tlsHS)
+	c.Opened, c.Reconnects, c.Redirected = a.opened, a.reconnects, a.redirected
+	c.HTTP, c.TLS = joinKeys(a.httpV), joinKeys(a.tlsV)
+	c.ConnWaitMs, c.WriteMs, c.FirstByteMs = a.wait.Stats(), a.write.Stats(), a.first.Stats()
+	c.SetupMs, c.ConnectMs, c.TLSMs = a.setup.somePtr(), a.connect.somePtr(), a.tlsHS.somePtr()
 	if c.WriteMs.P99 > slowWriteMs {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
 			"client self-check: writing a request took over %.0f ms for 1%% of requests or more (write_ms p99 %.2f ms, max %.2f ms): a busy client, or a server slow to take its requests; TTFT counts from the write's start",
@@ -143,14 +151,6 @@ func Protocols(levels []Level) (httpV, tlsV string) {
 		}
 	}
 	return joinKeys(h), joinKeys(t)
-}
-
-func describeSome(v []float64) *Stats {
-	if len(v) == 0 {
-		return nil
-	}
-	s := Describe(v)
-	return &s
 }
 
 // joinKeys joins the keys set true, sorted.

@@ -14,8 +14,7 @@ func TestConnectionsCountRedirects(t *testing.T) {
 		{OK: true, Phases: &Phases{HTTP: "HTTP/1.1", Reused: true, Redirects: 2}},
 		{OK: true, Phases: &Phases{HTTP: "HTTP/1.1", Reused: true}},
 	}
-	var lv Level
-	lv.summarizeConnections(recs)
+	lv := Summarize(Load{Mode: ModeConcurrency, Concurrency: 1}, recs, 1)
 	c := lv.Connections
 	if c == nil || c.Redirected != 2 || c.Opened != 0 {
 		t.Fatalf("connections %+v, want 2 redirected, none opened", c)
@@ -24,8 +23,7 @@ func TestConnectionsCountRedirects(t *testing.T) {
 		t.Errorf("note %q", n)
 	}
 	recs[2].Phases.Reused = false // one connection opened by a request
-	lv = Level{}
-	lv.summarizeConnections(recs)
+	lv = Summarize(Load{Mode: ModeConcurrency, Concurrency: 1}, recs, 1)
 	if n := lv.Connections.Note(); !strings.Contains(n, "1 connections opened by requests") || !strings.HasSuffix(n, "2 requests followed a same-origin redirect; their TTFT counts every hop") {
 		t.Errorf("note %q", n)
 	}

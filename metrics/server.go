@@ -1,9 +1,6 @@
 package metrics
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // ServerGap is the client's measurement minus the server's own report, per
 // request that carried server timing. A server's prefill time covers its
@@ -47,68 +44,79 @@ func (g *ServerGap) queueMs() float64 {
 // requests waited inside the server for a free slot.
 func (g *ServerGap) QueueDominates() bool { return g.queueMs() > 0 }
 
-// summarizeServer sets the level's server-reported statistics and the
-// client-minus-server gap from the records that carry server timing.
-func (lv *Level) summarizeServer(recs []Record) {
-	var prefill, ttft, gapTTFT, gapTPS, gapE2E, aligned []float64
-	n, loads := 0, 0
-	loadMax := 0.0
-	for i := range recs {
-		r := &recs[i]
-		s := r.Server
-		if !r.OK || s == nil {
-			continue
-		}
-		n++
-		if s.LoadMs >= modelLoadMs {
-			loads++
-			loadMax = max(loadMax, s.LoadMs)
-		}
-		if s.PromptMs > 0 {
-			prefill = append(prefill, s.PromptMs)
-			ttft = append(ttft, s.TTFTMs())
-			gapTTFT = append(gapTTFT, r.TTFTMs-s.TTFTMs())
-			if s.PredictedMs > 0 {
-				gapE2E = append(gapE2E, r.E2EMs-(s.TTFTMs()+s.PredictedMs))
-			}
-		}
-		if v, ok := r.DecodeTPS(); ok && s.DecodeTPS > 0 {
-			server := s.DecodeTPS
-			if a, ok := s.AlignedDecodeTPS(); ok {
-				server = a
-				aligned = append(aligned, a)
-			}
-			gapTPS = append(gapTPS, v-server)
-		}
-	}
-	if n == 0 {
+// serverAcc gathers the level's server-reported statistics and the
+// client-minus-server gaps, request by request.
+type serverAcc struct {
+	prefill, ttft, gapTTFT, gapTPS, gapE2E, aligned Sample
+	n, loads                                        int
+	loadMax                                         float64
+}
+
+func (a *serverAcc) add(r *Record) {
+	s := r.Server
+	if !r.OK || s == nil {
 		return
 	}
-	ptr := func(v []float64) *Stats {
-		if len(v) == 0 {
-			return nil
-		}
-		s := Describe(v)
-		return &s
+	a.n++
+	if s.LoadMs >= modelLoadMs {
+		a.loads++
+		a.loadMax = max(a.loadMax, s.LoadMs)
 	}
-	lv.ServerAlignedTPS = ptr(aligned)
-	lv.ServerPrefillMs = ptr(prefill)
-	lv.ServerTTFTMs = ptr(ttft)
-	g := &ServerGap{Requests: n, TTFTMs: ptr(gapTTFT), DecodeTPS: ptr(gapTPS), E2EMs: ptr(gapE2E)}
-	if len(gapTTFT) > 0 {
-		g.NetworkMs = slices.Min(gapTTFT)
-		queue := make([]float64, len(gapTTFT))
-		for i, v := range gapTTFT {
-			queue[i] = v - g.NetworkMs
+	if s.PromptMs > 0 {
+		a.prefill.Add(s.PromptMs)
+		a.ttft.Add(s.TTFTMs())
+		a.gapTTFT.Add(r.TTFTMs - s.TTFTMs())
+		if s.PredictedMs > 0 {
+			a.gapE2E.Add(r.E2EMs - (s.TTFTMs() + s.PredictedMs))
 		}
-		g.QueueMs = ptr(queue)
+	}
+	if v, ok := r.DecodeTPS(); ok && s.DecodeTPS > 0 {
+		server := s.DecodeTPS
+		if al, ok := s.AlignedDecodeTPS(); ok {
+			server = al
+			a.aligned.Add(al)
+		}
+		a.gapTPS.Add(v - server)
+	}
+}
+
+// apply sets the level's server statistics.
+func (a *serverAcc) apply(lv *Level) {
+	if a.n == 0 {
+		return
+	}
+	lv.ServerAlignedTPS = a.aligned.somePtr()
+	lv.ServerPrefillMs = a.prefill.somePtr()
+	lv.ServerTTFTMs = a.ttft.somePtr()
+	g := &ServerGap{Requests: a.n, TTFTMs: a.gapTTFT.somePtr(), DecodeTPS: a.gapTPS.somePtr(), E2EMs: a.gapE2E.somePtr()}
+	if g.TTFTMs != nil {
+		g.NetworkMs = g.TTFTMs.Min
+		if vals := a.gapTTFT.Values(); vals != nil {
+			queue := make([]float64, len(vals))
+			for i, v := range vals {
+				queue[i] = v - g.NetworkMs
+			}
+			q := Describe(queue)
+			g.QueueMs = &q
+		} else {
+			q := shifted(*g.TTFTMs, -g.NetworkMs) // each gap less the smallest
+			g.QueueMs = &q
+		}
 	}
 	lv.ClientMinusServer = g
-	if loads > 0 {
+	if a.loads > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
 			"model load: the server loaded the model during %d of %d requests (up to %.0f ms, its load_duration), inside their TTFT: a cold start, not serving speed; a warm-up (--warmup 1) takes it",
-			loads, n, loadMax))
+			a.loads, a.n, a.loadMax))
 	}
+}
+
+// shifted is s with every value moved by d.
+func shifted(s Stats, d float64) Stats {
+	for _, p := range []*float64{&s.Mean, &s.Min, &s.P5, &s.P10, &s.P25, &s.P50, &s.P75, &s.P90, &s.P95, &s.P99, &s.Max} {
+		*p += d
+	}
+	return s
 }
 
 // modelLoadMs: a server-reported load time this long is a model load (a
