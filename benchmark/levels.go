@@ -52,7 +52,6 @@ func (r *run) runLevels(ctx context.Context, run levelRunner, annotate func(*met
 			if err != nil && !errors.Is(err, load.ErrInterrupted) {
 				return out, false, err
 			}
-			metrics.ApplySLOs(&res.Level, res.Records, p.SLOs)
 			runs = append(runs, res.Level)
 			if errors.Is(err, load.ErrInterrupted) {
 				interrupted = true

@@ -30,6 +30,9 @@ type LevelSpec struct {
 	RampUp      time.Duration
 	Lockstep    bool
 	Shard       load.Shard
+	// SummaryEvery summarizes each level in windows of this length too
+	// (0: none).
+	SummaryEvery time.Duration
 }
 
 // Levels are the spec's levels, this shard's part of each.
@@ -67,7 +70,7 @@ func (s LevelSpec) Levels() []load.Level {
 		levels = swept
 	}
 	for i := range levels {
-		levels[i].Steps, levels[i].ThinkTime = s.Steps, s.ThinkTime
+		levels[i].Steps, levels[i].ThinkTime, levels[i].SummaryEvery = s.Steps, s.ThinkTime, s.SummaryEvery
 		if levels[i].Load.Mode == metrics.ModeConcurrency {
 			levels[i].RampUp, levels[i].Lockstep = s.RampUp, s.Lockstep
 		}
@@ -79,7 +82,7 @@ func (s LevelSpec) Levels() []load.Level {
 // SweepLevel is what each level of an automatic sweep sends.
 func (s LevelSpec) SweepLevel() load.Level {
 	return load.Level{Requests: s.Requests, Duration: s.Duration, Warmup: s.Warmup,
-		Steps: s.Steps, ThinkTime: s.ThinkTime, RampUp: s.RampUp, Lockstep: s.Lockstep}
+		Steps: s.Steps, ThinkTime: s.ThinkTime, RampUp: s.RampUp, Lockstep: s.Lockstep, SummaryEvery: s.SummaryEvery}
 }
 
 // Validate checks what the plan's levels and client options can run; the

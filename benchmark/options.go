@@ -70,6 +70,10 @@ type Options struct {
 	ThinkTime    time.Duration
 	RampUp       time.Duration
 	Lockstep     bool
+	// SummaryEvery is the length of a level's periodic summaries; 0 is
+	// every minute for levels of 10 minutes or more (--duration), none
+	// for shorter ones.
+	SummaryEvery time.Duration
 
 	Hardware, Quant                 string
 	GPUs                            int
@@ -99,6 +103,10 @@ func DefaultOptions() Options {
 		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5,
 	}
 }
+
+// LongLevel is the --duration from which a level is summarized every
+// minute as well, unless --summary-every says otherwise.
+const LongLevel = 10 * time.Minute
 
 // options is one Plan call's state: the options, what they parse to.
 type options struct {
@@ -225,6 +233,8 @@ func (o *options) loadShape() error {
 		return inputErrorf("--think-time: must not be negative")
 	case o.RampUp < 0:
 		return inputErrorf("--ramp-up: must not be negative")
+	case o.SummaryEvery < 0 || o.given("summary-every") && o.SummaryEvery < time.Second:
+		return inputErrorf("--summary-every: want 1s or more, got %s", o.SummaryEvery)
 	}
 	if o.Shard != "" {
 		sh, err := load.ParseShard(o.Shard)
@@ -485,6 +495,10 @@ func (o *options) levelSpec() (LevelSpec, error) {
 		Arrival: metrics.Arrival(o.Arrival), Burstiness: o.Burstiness, MaxInFlight: o.MaxConcurrency,
 		Requests: o.Requests, Duration: o.Duration, Warmup: o.Warmup, Seed: o.Seed,
 		Steps: o.Steps, ThinkTime: o.ThinkTime, RampUp: o.RampUp, Lockstep: o.Lockstep, Shard: o.shard,
+		SummaryEvery: o.SummaryEvery,
+	}
+	if spec.SummaryEvery == 0 && o.Duration >= LongLevel {
+		spec.SummaryEvery = time.Minute
 	}
 	for _, d := range o.inputs {
 		spec.InputTokens = append(spec.InputTokens, int(d.Mean))
@@ -533,7 +547,7 @@ func (o *options) config(p *Plan) Config {
 		Load: LoadConfig{
 			SLO: strings.TrimSpace(o.SLO), Profile: o.Profile, Repeat: o.Repeat, Sweep: o.Sweep,
 			StartAt: o.StartAt, Workload: o.Workload, Steps: o.Steps, ThinkTime: o.ThinkTime.String(),
-			RampUp: o.RampUp.String(), Lockstep: o.Lockstep,
+			RampUp: o.RampUp.String(), Lockstep: o.Lockstep, SummaryEvery: o.SummaryEvery.String(),
 			PriceIn: o.PriceIn, PriceOut: o.PriceOut, GPUHourPrice: o.GPUHourPrice,
 		},
 		HTTP2: o.HTTP2, Connections: o.Connections, Redirects: o.Redirects, Shard: o.Shard,

@@ -205,6 +205,7 @@ type LoadConfig struct {
 	ThinkTime    string  `json:"think_time"`
 	RampUp       string  `json:"ramp_up"`
 	Lockstep     bool    `json:"lockstep"`
+	SummaryEvery string  `json:"summary_every,omitempty"`
 	PriceIn      float64 `json:"price_in"`
 	PriceOut     float64 `json:"price_out"`
 	GPUHourPrice float64 `json:"gpu_hour_price"`

@@ -44,6 +44,10 @@ type Hooks struct {
 	// place in the order run) instead of the plan's workload; the plan's
 	// Workload still gives the tokenizer that counts output without usage.
 	Source func(idx int, lv load.Level) load.Source
+	// Window is given each periodic summary of a level run with
+	// SummaryEvery, as its window closes (idx: the level's place in the
+	// order run).
+	Window func(idx int, lv metrics.Load, w metrics.Window)
 }
 
 // Result is what a run measured.
@@ -71,7 +75,8 @@ func (r *Result) Completed() int {
 type run struct {
 	p        *Plan
 	hooks    Hooks
-	base     string // the URL requests go to (the simulator's without Plan.URL)
+	current  metrics.Load // the level running, for Hooks.Window
+	base     string       // the URL requests go to (the simulator's without Plan.URL)
 	target   metrics.Target
 	model    string
 	adapter  api.Adapter
@@ -220,6 +225,10 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 	}
 	mc := newClient(p.Client, r.transport, r.http, r.adapter, r.base, r.header, r.secrets, tok)
 	client, runner := mc.API, mc.Runner
+	runner.SLOs = p.SLOs // judged over every record, however many the summary holds
+	if hook := r.hooks.Window; hook != nil {
+		runner.OnWindow = func(idx int, w metrics.Window) { hook(idx, r.current, w) }
+	}
 	res := &Result{}
 	var sinkErr error
 	var rec results.Run
@@ -252,6 +261,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return load.Result{}, err
 		}
+		r.current = lv.Load // before the level's goroutines start
 		if r.hooks.Level != nil {
 			defer r.hooks.Level(runner, lv)()
 		}

@@ -10,6 +10,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type Level struct {
 	Lockstep bool
 	// Phase shifts an open-loop schedule (sharded constant-rate load).
 	Phase time.Duration
+	// SummaryEvery, when positive, summarizes the level in windows of
+	// this length as well (metrics.Accumulator.Every): its periodic
+	// summaries, for long runs.
+	SummaryEvery time.Duration
 	// ramp places a sharded closed loop's users in the whole level's ramp:
 	// this shard's user u is user first + u×stride of total (Shard.Apply).
 	ramp struct{ first, stride, total int }
@@ -128,6 +133,17 @@ type Runner struct {
 	// failed; 0 means never.
 	MaxErrorRate float64
 
+	// KeepRecords bounds the records a level's Result holds
+	// (0: DefaultKeepRecords); every record still reaches the Sink and the
+	// level's summary, which holds bounded memory however long the level.
+	KeepRecords int
+	// SLOs are judged by each level's summary, its goodput counted over
+	// every record.
+	SLOs []metrics.SLO
+	// OnWindow, when set, is given each periodic summary of a level run
+	// with SummaryEvery as its window closes (idx: the level's).
+	OnWindow func(idx int, w metrics.Window)
+
 	// Cold measures first contact: no connection is opened before a level
 	// (the idle ones left from before are closed), so each user's first
 	// request opens its own. Set Client.CountSetup with it to count that
@@ -168,10 +184,17 @@ type Progress struct {
 // ErrInterrupted is returned when the run's context was canceled.
 var ErrInterrupted = errors.New("interrupted")
 
+// DefaultKeepRecords is how many records a level's Result holds by
+// default.
+const DefaultKeepRecords = 100_000
+
 // Result is one finished level.
 type Result struct {
-	Level   metrics.Level
+	Level metrics.Level
+	// Records are the level's records, the first KeepRecords of them;
+	// Dropped counts those past it (summarized, and given to the Sink).
 	Records []metrics.Record
+	Dropped int
 }
 
 // RunLevel runs one level. idx is recorded in each Record. It returns
@@ -196,9 +219,17 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	}
 	preopened, preErr := r.preconnect(ctx, lv)
 	var (
-		mu   sync.Mutex
-		recs []metrics.Record
+		mu      sync.Mutex
+		recs    []metrics.Record
+		dropped int
 	)
+	acc := metrics.NewAccumulator(lv.Load, r.SLOs)
+	if onWindow := r.OnWindow; onWindow != nil {
+		acc.Every(lv.SummaryEvery, func(w metrics.Window) { onWindow(idx, w) })
+	} else {
+		acc.Every(lv.SummaryEvery, nil)
+	}
+	keepAtMost := cmp.Or(r.KeepRecords, DefaultKeepRecords)
 	r.Progress.Done.Store(0)
 	r.Progress.Failed.Store(0)
 	r.Progress.Tokens.Store(0)
@@ -211,7 +242,12 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	r.level = lv.Load
 	keep := func(rec metrics.Record) {
 		mu.Lock()
-		recs = append(recs, rec)
+		acc.Add(&rec)
+		if len(recs) < keepAtMost {
+			recs = append(recs, rec)
+		} else {
+			dropped++
+		}
 		mu.Unlock()
 	}
 	var wall time.Duration
@@ -226,7 +262,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		wall = r.closedLoop(ctx, idx, lv, src, keep)
 	}
 	health, healthWarnings := mon.finish(&r.stamps)
-	res := Result{Records: recs, Level: metrics.Summarize(lv.Load, recs, wall.Seconds())}
+	res := Result{Records: recs, Dropped: dropped, Level: acc.Level(wall.Seconds())}
 	res.Level.Client = health
 	r.learnDuration(recs)
 	switch {

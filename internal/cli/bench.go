@@ -13,6 +13,7 @@ import (
 	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/live"
 	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
 )
@@ -62,7 +63,8 @@ otherwise) and benchmarks it over real HTTP.`,
 var benchFlagGroups = []flagGroup{
 	{"Target", []string{"url", "api", "model", "header", "api-key-env", "api-key-file", "insecure", "ca-cert", "http2", "redirects"}},
 	{"Load", []string{"concurrency", "rate", "arrival", "burstiness", "max-concurrency", "requests", "duration", "warmup",
-		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "think-time", "shard", "start-at"}},
+		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "think-time", "shard", "start-at",
+		"summary-every"}},
 	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "tokenizer", "prefix-tokens",
 		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
 	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "quant", "gpus", "params", "price-in", "price-out",
@@ -107,6 +109,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 			}
 			charts.Attach(r)
 			return nil
+		},
+		// A soak test's log shows each window as it closes, on a terminal
+		// or off one.
+		Window: func(_ int, l metrics.Load, w metrics.Window) {
+			fmt.Fprintln(env.Stderr, clearLine(env)+"tokbench: "+report.WindowLine(l, w))
 		},
 	}
 	if env.isTerminal(env.Stderr) {

@@ -40,6 +40,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
 	fl.StringVar(&o.Workload, "workload", o.Workload, "synthetic (independent requests) or agent (chains of --steps dependent calls)")
 	fl.IntVar(&o.Steps, "steps", o.Steps, "calls per agent chain with --workload agent")
 	fl.DurationVar(&o.ThinkTime, "think-time", o.ThinkTime, "pause between the calls of an agent chain (tool time)")
+	fl.DurationVar(&o.SummaryEvery, "summary-every", o.SummaryEvery, "also summarize each level in windows of this length, printed as each closes and kept in summary.json (default: every minute for a --duration of 10m or more)")
 	fl.StringVar(&o.Shard, "shard", o.Shard, "run shard I of N (0-based), e.g. 0/4: 1/N of every level's users, rate and requests; merge the shards with tokbench merge")
 	fl.StringVar(&o.StartAt, "start-at", o.StartAt, "wait until this RFC 3339 instant before the first level, so shards begin together")
 
