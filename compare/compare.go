@@ -20,9 +20,11 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,6 +43,11 @@ type Run struct {
 	Warnings []string
 }
 
+// SampleRecords is how many records of a level compare reads; a longer
+// level (a soak test's) is tested on a uniform sample of that many, which
+// keeps reading it to bounded memory.
+const SampleRecords = 50_000
+
 // Load reads a run directory: summary.json is required, run.json and
 // requests.jsonl are used when present.
 func Load(dir string) (*Run, error) {
@@ -53,15 +60,21 @@ func Load(dir string) (*Run, error) {
 	if err := readJSONFile(filepath.Join(dir, results.RunFile), &r.Meta); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
-	recs, warns, err := results.ReadRecords(dir)
+	sample, err := results.ReadSample(dir, SampleRecords)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s has no %s: no significance test possible", dir, results.RequestsFile))
 	case err != nil:
 		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	default:
-		r.Records = recs
-		r.Warnings = append(r.Warnings, warns...)
+		r.Records = sample.Records
+		r.Warnings = append(r.Warnings, sample.Warnings...)
+		for _, l := range slices.Sorted(maps.Keys(sample.Total)) {
+			if sample.Sampled(l) {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("%s: level %d has %d requests; its tests use a uniform sample of %d of them, in the order they ran",
+					dir, l, sample.Total[l], SampleRecords))
+			}
+		}
 	}
 	return r, nil
 }

@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -55,11 +56,20 @@ func progressLine(p *load.Progress, lv load.Level) string {
 }
 
 // Recorder keeps what terminal charts draw of each finished request (its
-// level, outcome and TTFT) while a run goes. A nil Recorder keeps nothing.
+// level, outcome and TTFT) while a run goes: every request of a level up
+// to RecorderLimit, then a uniform sample of that many (reservoir
+// sampling), so a day-long level holds a few MB. A nil Recorder keeps
+// nothing.
 type Recorder struct {
 	mu   sync.Mutex
 	recs []metrics.Record
+	seen map[int]int // requests seen per level
+	at   map[int][]int
+	rng  *rand.Rand
 }
+
+// RecorderLimit is how many requests of a level a Recorder keeps.
+const RecorderLimit = 100_000
 
 // Attach chains the recorder onto the runner's Sink; call it after the
 // Sink is set.
@@ -73,8 +83,26 @@ func (c *Recorder) Attach(r *load.Runner) {
 			next(rec)
 		}
 		c.mu.Lock()
-		c.recs = append(c.recs, metrics.Record{Level: rec.Level, OK: rec.OK, TTFTMs: rec.TTFTMs})
+		c.add(metrics.Record{Level: rec.Level, OK: rec.OK, TTFTMs: rec.TTFTMs})
 		c.mu.Unlock()
+	}
+}
+
+// add keeps rec, or in place of a kept one of its level with the chance
+// that keeps a uniform sample.
+func (c *Recorder) add(rec metrics.Record) {
+	if c.seen == nil {
+		c.seen, c.at, c.rng = map[int]int{}, map[int][]int{}, rand.New(rand.NewPCG(1, 1))
+	}
+	n := c.seen[rec.Level]
+	c.seen[rec.Level] = n + 1
+	if n < RecorderLimit {
+		c.at[rec.Level] = append(c.at[rec.Level], len(c.recs))
+		c.recs = append(c.recs, rec)
+		return
+	}
+	if j := c.rng.IntN(n + 1); j < RecorderLimit {
+		c.recs[c.at[rec.Level][j]] = rec
 	}
 }
 

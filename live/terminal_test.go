@@ -42,3 +42,31 @@ func TestRecorderRenumbers(t *testing.T) {
 		t.Error("a nil Recorder returned records")
 	}
 }
+
+func TestRecorderKeepsAUniformSample(t *testing.T) {
+	c := &Recorder{}
+	n := 3 * RecorderLimit
+	for i := range n {
+		c.add(metrics.Record{Level: 0, OK: true, TTFTMs: float64(i)})
+	}
+	c.add(metrics.Record{Level: 1, OK: true, TTFTMs: -1})
+	recs := c.Records()
+	if len(recs) != RecorderLimit+1 || recs[len(recs)-1].TTFTMs != -1 {
+		t.Fatalf("%d records kept, want %d of level 0 and level 1's one", len(recs), RecorderLimit)
+	}
+	late, sum := 0, 0.0
+	for _, r := range recs[:RecorderLimit] {
+		sum += r.TTFTMs
+		if r.TTFTMs >= float64(2*RecorderLimit) {
+			late++
+		}
+	}
+	// Uniform over all n: a third from the last third, mean n/2 (both
+	// within 1% for 100,000 draws).
+	if mean := sum / RecorderLimit; mean < 0.49*float64(n) || mean > 0.51*float64(n) {
+		t.Errorf("mean kept TTFT %g, want about %d", mean, n/2)
+	}
+	if share := float64(late) / RecorderLimit; share < 0.32 || share > 0.35 {
+		t.Errorf("%.3f of the kept records are from the last third, want about 0.333", share)
+	}
+}

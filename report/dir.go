@@ -5,11 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tokbench/tokbench/results"
 )
+
+// SampleRecords is how many records of a level a report reads; a longer
+// level's histograms show a uniform sample of that many.
+const SampleRecords = 20_000
 
 // WriteHTMLFile renders dir/report.html from the run directory's files,
 // atomically (a temporary file renamed into place).
@@ -61,14 +67,21 @@ func ReadRun(dir string) (Page, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return p, err
 	}
-	recs, warns, err := results.ReadRecords(dir)
+	sample, err := results.ReadSample(dir, SampleRecords)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		p.Warnings = append(p.Warnings, "no "+results.RequestsFile+": histograms need the per-request records")
+		return p, nil
 	case err != nil:
 		return p, err
 	}
-	p.Records = recs
-	p.Warnings = append(p.Warnings, warns...)
+	p.Records = sample.Records
+	p.Warnings = append(p.Warnings, sample.Warnings...)
+	for _, l := range slices.Sorted(maps.Keys(sample.Total)) {
+		if n := sample.Total[l]; sample.Sampled(l) {
+			p.Total = sample.Total
+			p.Warnings = append(p.Warnings, fmt.Sprintf("level %d has %d requests: its histograms show a uniform sample of %d, its statistics are from all of them (summary.json)", l, n, SampleRecords))
+		}
+	}
 	return p, nil
 }

@@ -19,6 +19,9 @@ type Page struct {
 	Run     *results.Run // nil when the run directory has no run.json
 	Summary metrics.Summary
 	Records []metrics.Record
+	// Total is each level's count of records when Records are a sample
+	// of a long run's (results.ReadSample); nil when they are all.
+	Total map[int]int
 	// Warnings are notes from reading the run (a torn last line…).
 	Warnings []string
 }
@@ -105,9 +108,19 @@ func WriteHTML(w io.Writer, p Page) error {
 			continue
 		}
 		name := s.Levels[i].Load.String()
+		if p.sampled(i) {
+			name += fmt.Sprintf(" (a uniform sample of %d of %d requests)", p.count(i), p.Total[i])
+		}
 		d.Hists = append(d.Hists, histogram("TTFT at "+name, "ms", ttft, "#1f77b4"), histogram("Decode TPS at "+name, "tok/s", dtps, "#2ca02c"))
 	}
-	if li := TimelineLevel(s); li >= 0 {
+	for i := range s.Levels {
+		if ws := s.Levels[i].Windows; len(ws) > 1 {
+			d.PeriodsOf = s.Levels[i].Load.String()
+			d.Periods = windowCharts(ws)
+			break
+		}
+	}
+	if li := TimelineLevel(s); li >= 0 && !p.sampled(li) {
 		n := 0
 		for i := range p.Records {
 			if p.Records[i].Level == li {
@@ -150,6 +163,42 @@ func WriteHTML(w io.Writer, p Page) error {
 	return htmlTmpl.Execute(w, d)
 }
 
+// count is how many of the records are of level.
+func (p *Page) count(level int) int {
+	n := 0
+	for i := range p.Records {
+		if p.Records[i].Level == level {
+			n++
+		}
+	}
+	return n
+}
+
+// sampled reports whether level's records are a sample of more.
+func (p *Page) sampled(level int) bool { return p.Total != nil && p.count(level) < p.Total[level] }
+
+// windowCharts draw a level's periodic summaries: output tokens/s, TTFT
+// (from the scheduled instant for open loop) and failures per window.
+func windowCharts(ws []metrics.Window) []template.HTML {
+	labels := make([]string, len(ws))
+	tps, p50, p99, failed := make([]float64, len(ws)), make([]float64, len(ws)), make([]float64, len(ws)), make([]float64, len(ws))
+	ttftName := "TTFT"
+	for i, w := range ws {
+		labels[i] = clock(w.EndS)
+		tps[i], failed[i] = w.OutputTPS, float64(w.Requests.Failed)
+		t := w.TTFT
+		if w.TTFTSched != nil {
+			t, ttftName = *w.TTFTSched, "TTFT from schedule"
+		}
+		p50[i], p99[i] = valueIf(t.P50, t.Count), valueIf(t.P99, t.Count)
+	}
+	return []template.HTML{
+		lineChart("Output tokens/s per window", "tok/s", labels, []series{{Name: "output tok/s", Color: "#2ca02c", Values: tps}}),
+		lineChart(ttftName+" per window", "ms", labels, []series{{Name: "p50", Color: "#1f77b4", Values: p50}, {Name: "p99", Color: "#d62728", Values: p99}}),
+		lineChart("Failed requests per window", "requests", labels, []series{{Name: "failed", Color: "#9467bd", Values: failed}}),
+	}
+}
+
 type htmlData struct {
 	Title       string
 	Summary     metrics.Summary
@@ -159,6 +208,8 @@ type htmlData struct {
 	Hists       []template.HTML
 	Timeline    []template.HTML
 	TimelineOf  string
+	Periods     []template.HTML
+	PeriodsOf   string
 	SLOs        []string
 	Verdicts    []sloRow
 	Statements  []string
@@ -322,6 +373,9 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
 <p>The level with the most requests: output tokens per second of completed requests in equal time bins, and the requests in flight (sent, response not yet ended).</p>
 <div class="charts">{{range .Timeline}}{{.}}{{end}}</div>{{end}}
+{{if .Periods}}<h2>Periodic summaries of {{.PeriodsOf}}</h2>
+<p>The level summarized window by window (bench --summary-every): each window holds the requests that ended in it.</p>
+<div class="charts">{{range .Periods}}{{.}}{{end}}</div>{{end}}
 {{if .Hists}}<h2>Distributions per level</h2>
 <div class="charts">{{range .Hists}}{{.}}{{end}}</div>{{end}}
 <h2>Run</h2>
@@ -371,7 +425,11 @@ func lineChart(title, unit string, labels []string, ss []series) template.HTML {
 	y := func(v float64) float64 { return padT + ph*(1-v/ymax) }
 	svgOpen(&b, title)
 	axes(&b, unit, ymax, step)
+	stride := max(1, (len(labels)+11)/12) // at most a dozen labels fit under the axis
 	for i, l := range labels {
+		if i%stride != 0 {
+			continue
+		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, x(i), padT+ph+16, template.HTMLEscapeString(l))
 	}
 	for k, s := range ss {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,5 +112,43 @@ func TestCurvesInLoadOrder(t *testing.T) {
 			t.Fatalf("%s drawn at %d, after %d: not in load order", c, i, last)
 		}
 		last = i
+	}
+}
+
+// TestLongRunReport: a level whose records are a sample says so in its
+// histograms and draws no records timeline (its tokens would be a
+// sample's); its periodic summaries are drawn window by window.
+func TestLongRunReport(t *testing.T) {
+	s, recs := fixture()
+	lv := &s.Levels[len(s.Levels)-1]
+	for i := range 30 {
+		lv.Windows = append(lv.Windows, metrics.Window{StartS: float64(60 * i), EndS: float64(60 * (i + 1)), OutputTPS: 100 + float64(i),
+			Requests: metrics.Requests{Sent: 10, Failed: i % 2}, TTFT: metrics.Stats{Count: 10, P50: 40, P99: 90 + float64(i)}})
+	}
+	total := map[int]int{}
+	for _, r := range recs {
+		total[r.Level]++
+	}
+	last := len(s.Levels) - 1
+	total[last] *= 1000
+	var b bytes.Buffer
+	if err := WriteHTML(&b, Page{Summary: s, Records: recs, Total: total}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		"Periodic summaries of " + lv.Load.String(),
+		"<title>30:00 output tok/s: 129.0 tok/s</title>", "<title>30:00 p99: 119.0 ms</title>", "<title>2:00 failed: 1.000 requests</title>",
+		fmt.Sprintf("(a uniform sample of %d of %d requests)", total[last]/1000, total[last]),
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "<h2>Timeline of") {
+		t.Error("a sampled level drew a records timeline")
+	}
+	if n := strings.Count(html, `text-anchor="middle" font-size="11">`); n > 3*12+40 {
+		t.Errorf("%d axis labels: the window charts label every point", n)
 	}
 }

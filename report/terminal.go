@@ -33,7 +33,11 @@ func TerminalCharts(w io.Writer, s metrics.Summary, recs []metrics.Record, width
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}
-			termHistogram(&b, fmt.Sprintf("TTFT at %s (%d requests)", s.Levels[li].Load, len(ttft)), "ms", ttft, width)
+			title := fmt.Sprintf("TTFT at %s (%d requests)", s.Levels[li].Load, len(ttft))
+			if done := s.Levels[li].Requests.Completed; done > len(ttft) {
+				title = fmt.Sprintf("TTFT at %s (a uniform sample of %d of %d requests)", s.Levels[li].Load, len(ttft), done)
+			}
+			termHistogram(&b, title, "ms", ttft, width)
 		}
 	}
 	if b.Len() == 0 {

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -30,7 +31,19 @@ func ReadRun(dir string) (Run, error) {
 // the records' level index; each level's wall time spans its records. The
 // summary is marked interrupted and says it was rebuilt.
 func Rebuild(dir string) (metrics.Summary, error) {
-	recs, warnings, err := ReadRecords(dir)
+	// One accumulator a level, so that a day-long run's records are
+	// folded, not held.
+	byLevel := map[int]*metrics.Accumulator{}
+	n := 0
+	warnings, err := EachRecord(dir, func(r *metrics.Record) {
+		a := byLevel[r.Level]
+		if a == nil {
+			a = metrics.NewAccumulator(r.Load, nil)
+			byLevel[r.Level] = a
+		}
+		a.Add(r)
+		n++
+	})
 	if err != nil {
 		return metrics.Summary{}, err
 	}
@@ -40,20 +53,10 @@ func Rebuild(dir string) (metrics.Summary, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return s, err
 	}
-	byLevel := map[int][]metrics.Record{}
-	for _, r := range recs {
-		byLevel[r.Level] = append(byLevel[r.Level], r)
-	}
-	idx := make([]int, 0, len(byLevel))
-	for i := range byLevel {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		rs := byLevel[i]
+	for _, i := range slices.Sorted(maps.Keys(byLevel)) {
 		// Offsets are from each level's start, which the records share.
-		s.Levels = append(s.Levels, metrics.Summarize(rs[0].Load, rs, 0))
+		s.Levels = append(s.Levels, byLevel[i].Level(0))
 	}
-	s.Warnings = append(s.Warnings, fmt.Sprintf("summary rebuilt from %d records in %s: the run ended before writing summary.json", len(recs), RequestsFile))
+	s.Warnings = append(s.Warnings, fmt.Sprintf("summary rebuilt from %d records in %s: the run ended before writing summary.json", n, RequestsFile))
 	return s, nil
 }

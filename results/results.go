@@ -13,12 +13,15 @@ package results
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,8 +211,28 @@ func ReadRecords(dir string) ([]metrics.Record, []string, error) {
 }
 
 func readRecords(r io.Reader, path string) ([]metrics.Record, []string, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
 	var recs []metrics.Record
+	warnings, err := eachRecord(r, path, func(rec *metrics.Record) { recs = append(recs, *rec) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, warnings, nil
+}
+
+// EachRecord reads requests.jsonl from a run directory one record at a
+// time, as ReadRecords does, without holding them: f is given each.
+func EachRecord(dir string, f func(*metrics.Record)) ([]string, error) {
+	path := filepath.Join(dir, RequestsFile)
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return eachRecord(file, path, f)
+}
+
+func eachRecord(r io.Reader, path string, f func(*metrics.Record)) ([]string, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
 	var warnings []string
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
@@ -221,18 +244,76 @@ func readRecords(r io.Reader, path string) ([]metrics.Record, []string, error) {
 					warnings = append(warnings, fmt.Sprintf("%s:%d: incomplete last line skipped", path, line))
 					break
 				}
-				return nil, nil, fmt.Errorf("%s:%d: %w", path, line, jerr)
+				return nil, fmt.Errorf("%s:%d: %w", path, line, jerr)
 			}
-			recs = append(recs, rec)
+			f(&rec)
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", path, err)
+			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 	}
-	return recs, warnings, nil
+	return warnings, nil
+}
+
+// Sample is a uniform sample of a run's records, at most a given number
+// per level (reservoir sampling, with a fixed seed): Records in file
+// order within each level, Total the records each level has in all.
+type Sample struct {
+	Records  []metrics.Record
+	Total    map[int]int
+	Warnings []string
+}
+
+// Sampled reports whether level's records are a sample rather than all.
+func (s *Sample) Sampled(level int) bool {
+	n := 0
+	for i := range s.Records {
+		if s.Records[i].Level == level {
+			n++
+		}
+	}
+	return n < s.Total[level]
+}
+
+// ReadSample reads requests.jsonl keeping every record of a level with at
+// most perLevel of them, and a uniform sample of perLevel of a longer
+// one, so that reading a day-long run holds bounded memory.
+func ReadSample(dir string, perLevel int) (*Sample, error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	kept := map[int][]metrics.Record{}
+	out := &Sample{Total: map[int]int{}}
+	var order []int
+	warnings, err := EachRecord(dir, func(rec *metrics.Record) {
+		l := rec.Level
+		n := out.Total[l]
+		out.Total[l] = n + 1
+		switch {
+		case n == 0:
+			order = append(order, l)
+			kept[l] = append(kept[l], *rec)
+		case n < perLevel:
+			kept[l] = append(kept[l], *rec)
+		default:
+			if j := rng.IntN(n + 1); j < perLevel {
+				kept[l][j] = *rec
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Warnings = warnings
+	for _, l := range order {
+		rs := kept[l]
+		if len(rs) < out.Total[l] {
+			slices.SortFunc(rs, func(a, b metrics.Record) int { return cmp.Compare(a.ID, b.ID) })
+		}
+		out.Records = append(out.Records, rs...)
+	}
+	return out, nil
 }
 
 // ReadSummary reads summary.json from a run directory.

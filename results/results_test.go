@@ -56,3 +56,41 @@ func TestCreateUnwritable(t *testing.T) {
 		t.Error("Create under a file succeeded")
 	}
 }
+
+func TestReadSample(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := metrics.Load{Mode: "concurrency", Concurrency: 2}
+	id := 0
+	for level, n := range []int{10, 5000} {
+		for range n {
+			if err := w.Append(metrics.Record{ID: id, Level: level, Load: load, OK: true, TTFTMs: float64(id)}); err != nil {
+				t.Fatal(err)
+			}
+			id++
+		}
+	}
+	w.Close()
+	s, err := ReadSample(dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Total[0] != 10 || s.Total[1] != 5000 || len(s.Records) != 110 || s.Sampled(0) || !s.Sampled(1) {
+		t.Fatalf("totals %v, %d records, sampled %v %v", s.Total, len(s.Records), s.Sampled(0), s.Sampled(1))
+	}
+	sum := 0.0
+	for i, r := range s.Records[10:] {
+		if r.Level != 1 || i > 0 && r.ID <= s.Records[10+i-1].ID {
+			t.Fatalf("record %d: level %d id %d, not level 1 in order", i, r.Level, r.ID)
+		}
+		sum += r.TTFTMs
+	}
+	// Uniform over ids 10..5009: the mean of 100 draws is within 15% of
+	// the middle (its standard error is 5.8%).
+	if mean := sum / 100; mean < 0.85*2510 || mean > 1.15*2510 {
+		t.Fatalf("sample mean id %g, want about 2510", mean)
+	}
+}
