@@ -120,8 +120,12 @@ func TestConnectionSetupOutsideTTFT(t *testing.T) {
 				if p == nil {
 					t.Fatalf("record %d has no phases", rec.ID)
 				}
-				if !p.Reused && (p.ConnWaitMs < hs || p.TLSMs < hs) {
-					t.Errorf("record %d opened a connection: wait %.1f ms, TLS %.1f ms; want both ≥ %.0f", rec.ID, p.ConnWaitMs, p.TLSMs, hs)
+				// The whole set-up holds the server's delay: the dial starts
+				// before the server accepts. The TLS phase alone need not:
+				// the delay starts at the server's first read, which can
+				// come before a busy client stamps its handshake's start.
+				if !p.Reused && (p.ConnWaitMs < hs || !(p.TLSMs > 0)) {
+					t.Errorf("record %d opened a connection: wait %.1f ms, TLS %.1f ms; want a wait ≥ %.0f with a TLS phase", rec.ID, p.ConnWaitMs, p.TLSMs, hs)
 				}
 				within(t, fmt.Sprintf("record %d TTFT against the server's first flush", rec.ID), rec.TTFTMs, ms(truth[i].Flushes[0].Sub(rec.Start)), ttftTolMs)
 				// Set-up is in TTFT only when asked: the 80 ms handshake

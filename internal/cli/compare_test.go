@@ -127,7 +127,11 @@ func TestCompareSimulatorRuns(t *testing.T) {
 	// fully separated samples a side still reach p = 0.004.
 	const gate = "decode_tps_p50<-5%,ttft_p95>+10%"
 
-	code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, h2, "--alpha", "0.01", "--fail-if", gate)
+	// The simulator runs in real time: on a busy 2-core machine its 6.7 ms
+	// TTFT moves by 0.15 ms (2%) between two runs, a real change of the
+	// machine's, not chance. A 5% floor keeps that out; the A100's 40%
+	// slower decode is far beyond it.
+	code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, h2, "--alpha", "0.01", "--min-change", "5", "--fail-if", gate)
 	if code != 0 || !strings.Contains(stdout, "no significant change") {
 		t.Errorf("identical settings: exit %d, stderr %s\n%s", code, stderr, stdout)
 	}
