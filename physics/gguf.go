@@ -2,8 +2,10 @@ package physics
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tokbench/tokbench/gguf"
@@ -57,7 +59,25 @@ func FromGGUF(path string) (Model, Precision, string, error) {
 		BitsPerWeight: 8 * w.BytesPerToken / w.ParamsPerToken,
 		Source:        "GGUF tensor types: " + strings.Join(types, " "),
 	}
-	note := fmt.Sprintf("--gguf: %s, %d layers; %.4g GB in the file; a token reads %.6g bytes of weights (%.3g bits per weight over %.4g B parameters, token embedding %s)",
-		arch, m.Layers, float64(w.TotalBytes)/1e9, w.BytesPerToken, p.BitsPerWeight, w.ParamsPerToken/1e9, map[bool]string{true: "tied to the output head, read", false: "table not read"}[w.Tied])
+	note := fmt.Sprintf("--gguf: %s, %d layers; %.4g GB in the file; a token reads %s bytes of weights (%.3g bits per weight over %.4g B parameters, token embedding %s)",
+		arch, m.Layers, float64(w.TotalBytes)/1e9, groupDigits(int64(math.Round(w.BytesPerToken))), p.BitsPerWeight, w.ParamsPerToken/1e9, map[bool]string{true: "tied to the output head, read", false: "table not read"}[w.Tied])
 	return m, p, note, nil
+}
+
+// groupDigits writes n with commas between thousands: 149,868,544.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

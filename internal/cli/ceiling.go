@@ -80,6 +80,15 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 	case cmd.Flags().Changed("params") && !(f.paramsB > 0):
 		return physics.Deployment{}, "", nil, usagef("--params: %g is not a positive number of billions", f.paramsB)
 	}
+	if f.gguf != "" {
+		// The file's header and tensor types are the model and its
+		// precision: another name for either would be ignored.
+		for _, name := range []string{"model", "quant", "params"} {
+			if cmd.Flags().Changed(name) {
+				return physics.Deployment{}, "", nil, usagef("--%s: --gguf gives the model and its precision from the file; leave --%s out", name, name)
+			}
+		}
+	}
 	d, engine, notes, err := physics.Resolve(physics.Spec{
 		Model: f.model, ParamsB: f.paramsB, GGUF: f.gguf, Quant: f.quant, KVQuant: f.kvQuant,
 		Hardware: f.hardware, Engine: f.engine, GPUs: f.gpus, Context: f.context,

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -86,6 +87,18 @@ func TestCeilingGGUF(t *testing.T) {
 	}
 	if math.Abs(out.DecodeTPSCeiling*out.BytesPerToken-3.35e12) > 1e9 {
 		t.Errorf("decode ceiling %v × %v is not the H100's bandwidth", out.DecodeTPSCeiling, out.BytesPerToken)
+	}
+
+	// The note gives whole bytes, and names set beside the file are refused.
+	_, text, _ := runCLI(context.Background(), nil, "ceiling", "--gguf", path, "--hardware", "h100-sxm")
+	if !strings.Contains(text, "a token reads 5,480,448 bytes of weights") {
+		t.Errorf("note without whole bytes:\n%s", text)
+	}
+	for _, flag := range []string{"--quant=int4", "--model=llama-3.1-8b", "--params=8"} {
+		code, _, stderr := runCLI(context.Background(), nil, "ceiling", "--gguf", path, flag)
+		if name := strings.SplitN(flag, "=", 2)[0]; code != ExitUsage || !strings.HasPrefix(stderr, "tokbench: "+name+": --gguf gives") {
+			t.Errorf("%s with --gguf: exit %d, %s", flag, code, stderr)
+		}
 	}
 
 	bad := filepath.Join(t.TempDir(), "x.gguf")
