@@ -186,7 +186,7 @@ var ErrInterrupted = errors.New("interrupted")
 
 // DefaultKeepRecords is how many records a level's Result holds by
 // default.
-const DefaultKeepRecords = 100_000
+const DefaultKeepRecords = 10_000
 
 // Result is one finished level.
 type Result struct {
