@@ -78,6 +78,7 @@ type Options struct {
 	Hardware, Quant                 string
 	GPUs                            int
 	ParamsB                         float64
+	GGUF                            string // the served model's file, for exact bytes per token
 	Engine, Label                   string
 	ServerMetrics                   bool
 	PriceIn, PriceOut, GPUHourPrice float64
@@ -161,13 +162,18 @@ func (opts Options) Plan() (*Plan, error) {
 	if o.prof != nil {
 		p.Profile = o.prof.Name
 	}
-	if o.URL != "" {
-		ph, note, err := ResolvePhysics(o.Model, o.ParamsB, o.Quant, o.Hardware, o.GPUs)
+	if o.GGUF != "" && (o.Hardware == "" || o.URL == "") {
+		return nil, inputErrorf("--gguf: gives the model for the ceiling and MBU against a server's --hardware; give --url and --hardware too")
+	}
+	if o.URL != "" && o.Hardware != "" {
+		in := PhysicsInput{Model: o.Model, GGUF: o.GGUF, Quant: o.Quant, Hardware: o.Hardware, ParamsB: o.ParamsB, GPUs: o.GPUs}
+		ph, note, err := ResolvePhysics(in)
 		if err != nil {
 			return nil, err
 		}
-		p.Physics = ph
-		if note != "" {
+		if p.Physics = ph; ph == nil {
+			p.PhysicsIn = &in // the run asks the server
+		} else if note != "" {
 			p.Notes = append(p.Notes, note)
 		}
 	}

@@ -1,10 +1,14 @@
 package benchmark
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/tokbench/tokbench/machine"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/physics"
 )
@@ -13,47 +17,166 @@ import (
 type Physics struct {
 	Deployment physics.Deployment
 	Desc       string // "llama-3.1-8b bf16 on 1× h100-sxm"
+	// Source says where the model's bytes per token and the hardware's
+	// bandwidth came from.
+	Source string
+	// Dense is true when the model is a parameter count taken as dense
+	// (--params, a server's parameter count): an MoE model reads less.
+	Dense bool
+	// Speculative is true when the server said it decodes speculatively.
+	Speculative bool
 }
 
-// ResolvePhysics finds the deployment from a model (a catalog id, or a
-// served name such as meta-llama/Llama-3.1-8B-Instruct) or a dense model's
-// parameter count in billions, a weight precision, hardware and GPUs. It
-// returns nil without hardware, nil and a note when the model is not in
-// the catalog, and an InputError naming --hardware or --quant when the
-// catalog lacks them.
-func ResolvePhysics(model string, paramsB float64, quant, hardware string, gpus int) (*Physics, string, error) {
-	if hardware == "" {
+// PhysicsInput is what a plan knows of the deployment: the hardware and
+// GPUs, and the model as far as the flags say (a catalog model, a dense
+// parameter count, a GGUF file, a precision). What it lacks, the run
+// asks the server.
+type PhysicsInput struct {
+	Model, GGUF, Quant, Hardware string
+	ParamsB                      float64
+	GPUs                         int
+}
+
+// ResolvePhysics finds the deployment from the input alone: a GGUF file,
+// a dense parameter count in billions, or a model in the catalog (a
+// catalog id, or a served name such as meta-llama/Llama-3.1-8B-Instruct).
+// It returns nil without hardware, nil and a note when the model is
+// none of those (the run then asks the server), and an InputError
+// naming the flag the catalog or the file fails.
+func ResolvePhysics(in PhysicsInput) (*Physics, string, error) {
+	if in.Hardware == "" {
 		return nil, "", nil
 	}
-	h, err := physics.LookupHardware(hardware)
+	if _, err := in.hardware(); err != nil {
+		return nil, "", err // a name the catalog lacks is wrong whatever the model
+	}
+	switch {
+	case in.GGUF != "":
+		m, w, note, err := physics.FromGGUF(in.GGUF)
+		if err != nil {
+			return nil, "", inputErrorf("--gguf: %v", err)
+		}
+		return in.with(m, &w, note, false)
+	case in.ParamsB > 0:
+		m := physics.Model{Name: fmt.Sprintf("dense-%gb", in.ParamsB), TotalParams: in.ParamsB * 1e9, ActiveParams: in.ParamsB * 1e9}
+		return in.with(m, nil, fmt.Sprintf("--params %g: a dense model, every parameter read per token", in.ParamsB), true)
+	}
+	if m, ok := CatalogModel(in.Model); ok {
+		return in.with(m, nil, "model "+m.Name+" from the catalog", false)
+	}
+	return nil, fmt.Sprintf("no ceiling or MBU: model %q is not in the catalog and the server said nothing of its size (give --gguf FILE or --params in billions)", in.Model), nil
+}
+
+// with is the deployment of model m on the input's hardware, weights in
+// w (nil: --quant, else bf16 assumed), m's source said in source.
+func (in PhysicsInput) with(m physics.Model, w *physics.Precision, source string, dense bool) (*Physics, string, error) {
+	h, err := in.hardware()
 	if err != nil {
-		return nil, "", UnknownInput("--hardware", err)
+		return nil, "", err
 	}
 	note := ""
-	if quant == "" {
-		quant = "bf16"
-		note = "--quant not given: bf16 assumed for the ceiling and MBU"
-	}
-	w, err := physics.LookupPrecision(quant)
-	if err != nil {
-		return nil, "", UnknownInput("--quant", err)
+	if w == nil {
+		quant := in.Quant
+		if quant == "" {
+			quant = "bf16"
+			note = "--quant not given: bf16 assumed for the ceiling and MBU"
+		}
+		p, err := physics.LookupPrecision(quant)
+		if err != nil {
+			return nil, "", UnknownInput("--quant", err)
+		}
+		w = &p
 	}
 	kv, _ := physics.LookupPrecision("bf16")
-	var m physics.Model
-	switch {
-	case paramsB > 0:
-		m = physics.Model{Name: fmt.Sprintf("dense-%gb", paramsB), TotalParams: paramsB * 1e9, ActiveParams: paramsB * 1e9}
-	default:
-		var ok bool
-		if m, ok = CatalogModel(model); !ok {
-			return nil, fmt.Sprintf("no ceiling or MBU: model %q is not in the catalog (give --params in billions)", model), nil
+	gpus := max(in.GPUs, 1)
+	return &Physics{
+		Deployment: physics.Deployment{Model: m, Weights: *w, KVCache: kv, Hardware: h, GPUs: gpus},
+		Desc:       fmt.Sprintf("%s %s on %d× %s", m.Name, w.Name, gpus, h.Name),
+		Source:     source + "; " + h.Name + ": " + h.Source,
+		Dense:      dense,
+	}, note, nil
+}
+
+func (in PhysicsInput) hardware() (physics.Hardware, error) {
+	if in.Hardware == "local" {
+		return LocalHardware(context.Background())
+	}
+	h, err := physics.LookupHardware(in.Hardware)
+	if err != nil {
+		return h, UnknownInput("--hardware", err)
+	}
+	return h, nil
+}
+
+// FromServer finds the model from what the server said of it (probe
+// facts): the GGUF file at llama.cpp's model_path when it can be read
+// here (exact bytes per token), else a parameter count (Ollama's
+// general.parameter_count, llama.cpp's n_params) at the precision the
+// server names (Ollama's quantization level) or that its file size
+// implies (llama.cpp's size ÷ n_params), else --quant. ok is false when
+// the server said too little.
+func (in PhysicsInput) FromServer(facts map[string]string, engine string) (ph *Physics, note string, ok bool, err error) {
+	if path := facts["model_path"]; path != "" {
+		if m, w, gnote, err := physics.FromGGUF(path); err == nil {
+			ph, note, err := in.with(m, &w, fmt.Sprintf("%s's model_path %s: %s", engine, path, strings.TrimPrefix(gnote, "--gguf: ")), false)
+			return ph, note, err == nil, err
 		}
 	}
-	gpus = max(gpus, 1)
-	return &Physics{
-		Deployment: physics.Deployment{Model: m, Weights: w, KVCache: kv, Hardware: h, GPUs: gpus},
-		Desc:       fmt.Sprintf("%s %s on %d× %s", m.Name, w.Name, gpus, h.Name),
-	}, note, nil
+	params, _ := strconv.ParseFloat(facts["model_params"], 64)
+	if params <= 0 {
+		return nil, "", false, nil
+	}
+	m := physics.Model{Name: fmt.Sprintf("%s-%.3gb", cmp.Or(facts["model_family"], "model"), params/1e9), TotalParams: params, ActiveParams: params}
+	source := fmt.Sprintf("%s reports %.4g B parameters, all taken as read per token (dense)", engine, params/1e9)
+	var w *physics.Precision
+	if q := strings.ToLower(facts["model_quantization"]); q != "" && in.Quant == "" {
+		if p, err := physics.LookupPrecision(q); err == nil {
+			w = &p
+			source += ", " + q + " weights as it names them"
+		}
+	}
+	if size, _ := strconv.ParseFloat(facts["model_size_bytes"], 64); w == nil && in.Quant == "" && size > 0 {
+		w = &physics.Precision{Name: "server-size", BitsPerWeight: 8 * size / params,
+			Source: fmt.Sprintf("%s's model size %.4g GB over its parameters", engine, size/1e9)}
+		source += fmt.Sprintf(", %.3g bits per weight from its model size (%.4g GB)", w.BitsPerWeight, size/1e9)
+	}
+	ph, note, err = in.with(m, w, source, true)
+	return ph, note, err == nil, err
+}
+
+// mbuNote explains an MBU above 100%: more than the hardware can read
+// for one token per weight pass. Where the server or the model gives a
+// reason it is named; otherwise the figure is flagged as impossible for
+// the deployment as given.
+func (p *Physics) mbuNote(mbu float64) string {
+	if mbu <= 1 {
+		return ""
+	}
+	pct := fmt.Sprintf("MBU %.0f%% is above what %s can read", 100*mbu, p.Deployment.Hardware.Name)
+	var why []string
+	if p.Speculative {
+		why = append(why, "the server decodes speculatively, accepting several draft tokens per pass over the weights")
+	}
+	if p.Dense {
+		why = append(why, "a mixture-of-experts model reads only its active experts per token (the parameter count was taken as dense)")
+	}
+	if len(why) > 0 {
+		return pct + ": " + strings.Join(why, "; ")
+	}
+	return pct + " for " + p.Desc + ": impossible as given, so the model is smaller or more quantized than named, " +
+		"the server decodes speculatively, or the hardware is faster than --hardware says"
+}
+
+// LocalHardware is this machine as hardware (--hardware local): its
+// memory bandwidth measured once and cached per machine
+// (machine.CacheFile).
+func LocalHardware(ctx context.Context) (physics.Hardware, error) {
+	path, _ := machine.CacheFile() // no cache directory: measured every time
+	info, _, err := machine.Local(ctx, path)
+	if err != nil {
+		return physics.Hardware{}, fmt.Errorf("--hardware local: %w", err)
+	}
+	return info.Hardware(), nil
 }
 
 // UnknownInput is the InputError for a name the physics catalog lacks,
@@ -98,5 +221,6 @@ func (p *Physics) annotate(lv *metrics.Level, contextTokens int) {
 			ph.CeilingFraction = lv.DecodeTPS.P50 / ceil.DecodeTPSCeiling
 		}
 	}
+	ph.Source, ph.Note = p.Source, p.mbuNote(ph.MBU)
 	lv.Physics = ph
 }

@@ -71,6 +71,10 @@ type Plan struct {
 	// ceiling); a run of the embedded simulator judges against the
 	// simulator's own deployment.
 	Physics *Physics
+	// PhysicsIn, when Physics is nil, is the deployment as far as the
+	// plan knows it: the run completes it from what the server says of
+	// its model (its name, llama.cpp's model path, parameter counts).
+	PhysicsIn *PhysicsInput
 	// Notes are warnings the summary starts with.
 	Notes []string
 

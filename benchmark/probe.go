@@ -1,6 +1,7 @@
 package benchmark
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -163,4 +164,52 @@ func (r *run) config() Config {
 	c.Tokenizer = r.p.Workload.Tokenizer.Name()
 	c.Detected = r.detected
 	return c
+}
+
+// serverPhysics completes a plan's deployment from the server: the model
+// it serves by name in the catalog, else what it says of the model (a
+// GGUF path, parameter counts), probing for it when --api did not. The
+// source goes in every level's physics; a server that says too little
+// leaves a note instead.
+func (r *run) serverPhysics(ctx context.Context) error {
+	in := r.p.PhysicsIn
+	if r.physics != nil || in == nil {
+		if r.physics != nil && r.detected != nil {
+			r.physics.Speculative = r.detected.Facts["speculative"] == "true"
+		}
+		return nil
+	}
+	named := *in
+	named.Model = r.model
+	ph, note, err := ResolvePhysics(named)
+	if err != nil {
+		return err
+	}
+	if ph == nil {
+		if r.detected == nil {
+			if d, err := probe.Detect(ctx, r.http, r.base, r.header, r.model); err == nil {
+				r.detected = &d
+			}
+		}
+		if d := r.detected; d != nil {
+			var ok bool
+			if ph, note, ok, err = named.FromServer(d.Facts, cmp.Or(d.Engine, "the server")); err != nil {
+				return err
+			} else if !ok {
+				ph = nil
+			}
+		}
+	}
+	if ph == nil {
+		r.notes = append(r.notes, fmt.Sprintf("no ceiling or MBU: model %q is not in the catalog and the server said nothing of its size (give --gguf FILE or --params in billions)", r.model))
+		return nil
+	}
+	if note != "" {
+		r.notes = append(r.notes, note)
+	}
+	if r.detected != nil {
+		ph.Speculative = r.detected.Facts["speculative"] == "true"
+	}
+	r.physics = ph
+	return nil
 }

@@ -134,7 +134,7 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 		r.model = cmp.Or(r.model, emb.model)
 		r.target.Model = r.model
 		c := emb.srv.Config()
-		if r.physics, _, err = ResolvePhysics(c.Model, 0, c.Quant, c.Hardware, c.GPUs); err != nil {
+		if r.physics, _, err = ResolvePhysics(PhysicsInput{Model: c.Model, Quant: c.Quant, Hardware: c.Hardware, GPUs: c.GPUs}); err != nil {
 			return nil, err
 		}
 		r.notice("no --url given: benchmarking the embedded SIMULATED server (%s) at %s", emb.desc, emb.url)
@@ -180,6 +180,9 @@ func (r *run) setUp(ctx context.Context) error {
 		r.maxModelLen = m.MaxModelLen
 		r.model, r.target.Model = m.ID, m.ID
 		engine = cmp.Or(engine, m.OwnedBy)
+	}
+	if err := r.serverPhysics(ctx); err != nil {
+		return err
 	}
 	if err := r.setContinuousUsage(engine); err != nil {
 		return err

@@ -188,6 +188,10 @@ type Physics struct {
 	MBU float64 `json:"mbu"`
 	// CeilingFraction is decode TPS p50 over the single-stream ceiling.
 	CeilingFraction float64 `json:"ceiling_fraction"`
+	// Source says where the bytes per token and the bandwidth came from;
+	// Note explains an MBU above 100% (or flags it as impossible).
+	Source string `json:"source,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
 
 // Summary is the whole of summary.json.

@@ -17,6 +17,9 @@ type Spec struct {
 	Quant, KVQuant, Hardware, Engine string
 	GPUs, Context, PromptTokens      int
 	Catalog                          string
+	// Local is the machine's own entry (package machine) that Hardware
+	// "local" names.
+	Local *Hardware
 }
 
 // SpecError is a Spec field that cannot be resolved; Field is its flag's
@@ -78,9 +81,15 @@ func Resolve(s Spec) (Deployment, string, []string, error) {
 	if err != nil {
 		return Deployment{}, "", nil, &SpecError{"kv-quant", err}
 	}
-	h, err := cat.LookupHardware(s.Hardware)
-	if err != nil {
-		return Deployment{}, "", nil, &SpecError{"hardware", err}
+	var h Hardware
+	switch {
+	case s.Hardware == "local" && s.Local != nil:
+		h = *s.Local
+		notes = append(notes, "--hardware local: "+h.Source)
+	default:
+		if h, err = cat.LookupHardware(s.Hardware); err != nil {
+			return Deployment{}, "", nil, &SpecError{"hardware", err}
+		}
 	}
 	engine := "hardware default"
 	if s.Engine != "" {

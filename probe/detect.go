@@ -34,7 +34,8 @@ type Detection struct {
 	MaxContext int      `json:"max_context,omitempty"`
 	// Facts are model facts keyed like run.json meta: model_parameter_size,
 	// model_quantization, model_context_length, model_path, model_params,
-	// model_size_bytes, model_family.
+	// model_size_bytes, model_family, speculative (llama.cpp decoding with a
+	// draft model).
 	Facts map[string]string `json:"facts,omitempty"`
 	// Tried lists every probe and its outcome, e.g. "GET /props: HTTP 404".
 	Tried []string `json:"tried"`
@@ -90,7 +91,8 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 
 	var props struct {
 		DefaultGenerationSettings *struct {
-			NCtx int `json:"n_ctx"`
+			NCtx        int  `json:"n_ctx"`
+			Speculative bool `json:"speculative"`
 		} `json:"default_generation_settings"`
 		ModelPath  string `json:"model_path"`
 		BuildInfo  string `json:"build_info"`
@@ -101,6 +103,9 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		d.MaxContext = props.DefaultGenerationSettings.NCtx
 		setFact(d.Facts, "model_path", props.ModelPath)
 		setFact(d.Facts, "model_context_length", itoa(d.MaxContext))
+		if props.DefaultGenerationSettings.Speculative {
+			setFact(d.Facts, "speculative", "true")
+		}
 		p.openaiModels(ctx, &d)
 		return p.done(d), nil
 	}

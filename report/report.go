@@ -123,11 +123,19 @@ func Table(w io.Writer, s metrics.Summary) error {
 	if s.Knee != nil {
 		notes = append(notes, s.Knee.Statement)
 	}
+	source := ""
 	for _, lv := range s.Levels {
 		if ph := lv.Physics; ph != nil && lv.DecodeTPS.Count > 0 {
 			notes = append(notes, fmt.Sprintf("%s: decode p50 %s tok/s = %.0f%% of the %s tok/s single-stream ceiling (%s, %d-token context); MBU %.0f%%",
 				lv.Load, num(lv.DecodeTPS.P50, 1), 100*ph.CeilingFraction, num(ph.DecodeTPSCeiling, 1), ph.Deployment, ph.ContextTokens, 100*ph.MBU))
+			if ph.Note != "" {
+				notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, ph.Note))
+			}
+			source = ph.Source
 		}
+	}
+	if source != "" {
+		notes = append(notes, "physics: "+source) // once: every level's is the run's
 	}
 	for _, lv := range s.Levels {
 		if n := serverNote(lv); n != "" {

@@ -67,7 +67,7 @@ var benchFlagGroups = []flagGroup{
 		"summary-every"}},
 	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "tokenizer", "prefix-tokens",
 		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
-	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "quant", "gpus", "params", "price-in", "price-out",
+	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "quant", "gpus", "params", "gguf", "price-in", "price-out",
 		"gpu-hour-price", "server-metrics"}},
 	{"Failures and limits", []string{"timeout", "stall-timeout", "retry", "max-error-rate", "grace"}},
 	{"Output", []string{"out", "replace", "format", "metrics-addr", "engine", "label", "help"}},

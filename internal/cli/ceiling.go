@@ -47,7 +47,7 @@ mixture-of-experts model, a smaller model or lower precision, or more GPUs.`,
 	fs.StringVar(&f.model, "model", "", "model from the catalog (e.g. llama-3.1-8b); with --params, a name for the custom model")
 	fs.StringVar(&f.quant, "quant", "bf16", "weight precision (bf16, fp8, int8, int4, q4_k_m, mxfp4 …)")
 	fs.StringVar(&f.kvQuant, "kv-quant", "bf16", "KV-cache precision")
-	fs.StringVar(&f.hardware, "hardware", "h100-sxm", "accelerator from the catalog")
+	fs.StringVar(&f.hardware, "hardware", "h100-sxm", "accelerator from the catalog, or local: this machine, its memory bandwidth measured (and cached)")
 	fs.IntVar(&f.gpus, "gpus", 1, "devices, tensor parallel")
 	fs.IntVar(&f.context, "context", 0, "tokens of context (KV cache) per stream")
 	fs.IntVar(&f.batch, "batch", 1, "concurrent streams for the aggregate ceiling")
@@ -89,11 +89,19 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 			}
 		}
 	}
-	d, engine, notes, err := physics.Resolve(physics.Spec{
+	spec := physics.Spec{
 		Model: f.model, ParamsB: f.paramsB, GGUF: f.gguf, Quant: f.quant, KVQuant: f.kvQuant,
 		Hardware: f.hardware, Engine: f.engine, GPUs: f.gpus, Context: f.context,
 		PromptTokens: f.promptTokens, Catalog: f.catalog,
-	})
+	}
+	if f.hardware == "local" {
+		h, err := benchmark.LocalHardware(cmd.Context())
+		if err != nil {
+			return physics.Deployment{}, "", nil, err
+		}
+		spec.Local = &h
+	}
+	d, engine, notes, err := physics.Resolve(spec)
 	if se, ok := errors.AsType[*physics.SpecError](err); ok {
 		if _, unknown := errors.AsType[*physics.UnknownError](se.Err); unknown {
 			return d, "", nil, benchmark.UnknownInput("--"+se.Field, se.Err)
