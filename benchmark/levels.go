@@ -77,5 +77,6 @@ func (r *run) finish(s *metrics.Summary) {
 	}
 	s.Capacity = metrics.FindCapacity(s.Levels, r.p.SLOs)
 	s.Knee = metrics.FindKnee(s.Levels)
+	s.Context = metrics.FindContextEffect(s.Levels)
 	s.Profile = r.p.Profile
 }

@@ -148,19 +148,23 @@ func firstBroken(l *Level) string {
 }
 
 // FindKnee locates the knee of the degradation curve of the first level's
-// mode; nil with fewer than three levels that completed requests.
+// mode and input length, where load varies: nil with fewer than three
+// loads that completed requests (a context sweep at one load has no
+// knee; see FindContextEffect).
 func FindKnee(levels []Level) *Knee {
 	if len(levels) == 0 {
 		return nil
 	}
-	mode := levels[0].Load.Mode
+	mode, in := levels[0].Load.Mode, levels[0].Load.InputTokens
 	var lv []*Level
+	loads := map[float64]bool{}
 	for _, l := range curve(levels, mode) {
-		if l.Requests.Completed > 0 && l.DecodeTPS.Count > 0 {
+		if l.Load.InputTokens == in && l.Requests.Completed > 0 && l.DecodeTPS.Count > 0 {
 			lv = append(lv, l)
+			loads[LoadValue(l.Load)] = true
 		}
 	}
-	if len(lv) < 3 {
+	if len(loads) < 3 {
 		return nil
 	}
 	best := 0
@@ -179,6 +183,48 @@ func FindKnee(levels []Level) *Knee {
 			unitOf(mode, k.Value))
 	}
 	return k
+}
+
+// ContextEffect is how a context-length sweep (--input-tokens 1k,8k,32k)
+// slows decode and delays the first token at one load.
+type ContextEffect struct {
+	Load      Load           `json:"load"` // the load, InputTokens cleared
+	Points    []ContextPoint `json:"points"`
+	Statement string         `json:"statement"`
+}
+
+// ContextPoint is one input length of a context sweep.
+type ContextPoint struct {
+	InputTokens int     `json:"input_tokens"`
+	DecodeTPS   float64 `json:"decode_tps_p50"`
+	TTFTMs      float64 `json:"ttft_ms_p50"`
+}
+
+// FindContextEffect describes the context sweep of the first level's
+// load: its levels of two or more input lengths, in order; nil without
+// one.
+func FindContextEffect(levels []Level) *ContextEffect {
+	if len(levels) == 0 {
+		return nil
+	}
+	at := levels[0].Load
+	var pts []ContextPoint
+	for _, l := range levels {
+		if l.Load.Mode != at.Mode || LoadValue(l.Load) != LoadValue(at) || l.Load.InputTokens == 0 || l.DecodeTPS.Count == 0 {
+			continue
+		}
+		pts = append(pts, ContextPoint{InputTokens: l.Load.InputTokens, DecodeTPS: l.DecodeTPS.P50, TTFTMs: l.TTFT.P50})
+	}
+	if len(pts) < 2 {
+		return nil
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].InputTokens < pts[j].InputTokens })
+	a, b := pts[0], pts[len(pts)-1]
+	load := at
+	load.InputTokens = 0
+	return &ContextEffect{Load: load, Points: pts, Statement: fmt.Sprintf(
+		"context at %s: from %d to %d input tokens decode p50 goes from %.1f to %.1f tok/s (%+.0f%%) and TTFT p50 from %.0f to %.0f ms",
+		load, a.InputTokens, b.InputTokens, a.DecodeTPS, b.DecodeTPS, 100*(b.DecodeTPS/a.DecodeTPS-1), a.TTFTMs, b.TTFTMs)}
 }
 
 // LoadLess orders loads: concurrency levels before rate ones, then by

@@ -204,8 +204,10 @@ type Summary struct {
 	SLOs     []string  `json:"slos,omitempty"`
 	Capacity *Capacity `json:"capacity,omitempty"`
 	Knee     *Knee     `json:"knee,omitempty"`
-	Profile  string    `json:"profile,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	// Context is a context-length sweep's effect at one load.
+	Context  *ContextEffect `json:"context_effect,omitempty"`
+	Profile  string         `json:"profile,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // Target is what was measured. URL never carries credentials.

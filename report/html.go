@@ -139,6 +139,9 @@ func WriteHTML(w io.Writer, p Page) error {
 	if s.Knee != nil {
 		d.Statements = append(d.Statements, "Knee: "+s.Knee.Statement)
 	}
+	if s.Context != nil {
+		d.Statements = append(d.Statements, "Context: "+s.Context.Statement)
+	}
 	d.Meta = metaRows(p.Run, s)
 	for _, lv := range s.Levels {
 		for _, n := range []string{serverNote(lv), serverMetricsNote(lv)} {

@@ -123,6 +123,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 	if s.Knee != nil {
 		notes = append(notes, s.Knee.Statement)
 	}
+	if s.Context != nil {
+		notes = append(notes, s.Context.Statement)
+	}
 	source := ""
 	for _, lv := range s.Levels {
 		if ph := lv.Physics; ph != nil && lv.DecodeTPS.Count > 0 {
