@@ -221,6 +221,11 @@ func (p *Physics) annotate(lv *metrics.Level, contextTokens int) {
 			ph.CeilingFraction = lv.DecodeTPS.P50 / ceil.DecodeTPSCeiling
 		}
 	}
+	d := p.Deployment
+	ph.WeightBytes = d.Model.ReadParams(1) * d.Weights.BytesPerWeight()
+	ph.KVBytesPerToken = d.BytesPerToken(1) - ph.WeightBytes
+	ph.BandwidthBytesPerSec = float64(max(d.GPUs, 1)) * d.Hardware.BandwidthBytesPerSec
+	ph.KVCapacityTokens = d.KVCapacityTokens()
 	ph.Source, ph.Note = p.Source, p.mbuNote(ph.MBU)
 	lv.Physics = ph
 }

@@ -188,6 +188,14 @@ type Physics struct {
 	MBU float64 `json:"mbu"`
 	// CeilingFraction is decode TPS p50 over the single-stream ceiling.
 	CeilingFraction float64 `json:"ceiling_fraction"`
+	// WeightBytes are read once per decode step, KVBytesPerToken per token
+	// of context; BandwidthBytesPerSec is the peak they are read at and
+	// KVCapacityTokens the KV cache that fits: what tokbench calibrate fits
+	// a simulator to.
+	WeightBytes          float64 `json:"weight_bytes,omitempty"`
+	KVBytesPerToken      float64 `json:"kv_bytes_per_token,omitempty"`
+	BandwidthBytesPerSec float64 `json:"bandwidth_bytes_per_sec,omitempty"`
+	KVCapacityTokens     int     `json:"kv_capacity_tokens,omitempty"`
 	// Source says where the bytes per token and the bandwidth came from;
 	// Note explains an MBU above 100% (or flags it as impossible).
 	Source string `json:"source,omitempty"`

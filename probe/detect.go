@@ -35,7 +35,7 @@ type Detection struct {
 	// Facts are model facts keyed like run.json meta: model_parameter_size,
 	// model_quantization, model_context_length, model_path, model_params,
 	// model_size_bytes, model_family, speculative (llama.cpp decoding with a
-	// draft model).
+	// draft model), server_slots (llama.cpp's sequences at once).
 	Facts map[string]string `json:"facts,omitempty"`
 	// Tried lists every probe and its outcome, e.g. "GET /props: HTTP 404".
 	Tried []string `json:"tried"`
@@ -103,6 +103,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		d.MaxContext = props.DefaultGenerationSettings.NCtx
 		setFact(d.Facts, "model_path", props.ModelPath)
 		setFact(d.Facts, "model_context_length", itoa(d.MaxContext))
+		setFact(d.Facts, "server_slots", itoa(props.TotalSlots))
 		if props.DefaultGenerationSettings.Speculative {
 			setFact(d.Facts, "speculative", "true")
 		}

@@ -62,7 +62,7 @@ func TestDetect(t *testing.T) {
 			"GET /health":    `{"status":"ok"}`,
 		}, "/v1", Detection{API: "llamacpp", Engine: "llama.cpp", Version: "b0-unknown", Models: []string{"model/rand-1024x8.gguf"}, MaxContext: 1024,
 			Facts: map[string]string{"model_path": "model/rand-1024x8.gguf", "model_context_length": "1024", "model_params": "155730944",
-				"model_size_bytes": "311496704", "model_context_train": "4096"}}},
+				"model_size_bytes": "311496704", "model_context_train": "4096", "server_slots": "4"}}},
 		{"tgi", map[string]string{
 			"GET /info":   `{"model_id":"meta-llama/Llama-3.1-8B-Instruct","model_dtype":"torch.bfloat16","max_input_tokens":8191,"max_total_tokens":8192,"router":"text-generation-router","version":"3.3.4"}`,
 			"GET /health": ``,

@@ -149,6 +149,7 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		newCompareCmd(env),
 		newReportCmd(env),
 		newImportVLLMCmd(env),
+		newCalibrateCmd(env),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true

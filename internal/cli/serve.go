@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tokbench/tokbench/calibrate"
 	"github.com/tokbench/tokbench/sim"
 )
 
@@ -19,6 +20,8 @@ type simFlags struct {
 	meanOutput             int
 	specDraft              int
 	specAccept, specCost   float64
+	calibration            string
+	cal                    *calibrate.File
 }
 
 func (f *simFlags) register(fs *pflag.FlagSet) {
@@ -34,10 +37,15 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.specDraft, "spec-draft-tokens", 0, "speculative decoding draft length k (0 disables)")
 	fs.Float64Var(&f.specAccept, "spec-acceptance", 0.7, "speculative decoding per-token acceptance rate")
 	fs.Float64Var(&f.specCost, "spec-draft-cost", 0.05, "draft step cost relative to a target decode step")
+	fs.StringVar(&f.calibration, "calibration", "", "a calibration file (tokbench calibrate): simulate that measured deployment instead of --model/--quant/--hardware")
 }
 
 // config validates the flags and builds the simulator configuration.
-func (f *simFlags) config() (sim.Config, error) {
+// set reports whether the user gave a flag.
+func (f *simFlags) config(set func(string) bool) (sim.Config, error) {
+	if f.calibration != "" {
+		return f.calibrated(set)
+	}
 	cfg, err := sim.Preset{
 		Model: f.model, Quant: f.quant, Hardware: f.hardware, GPUs: f.gpus,
 		MaxBatch: f.maxBatch, MaxBatchedTokens: f.maxTokens, Seed: f.seed, MeanOutputTokens: f.meanOutput,
@@ -52,7 +60,41 @@ func (f *simFlags) config() (sim.Config, error) {
 	return cfg, nil
 }
 
+// calibrated is the simulator of a calibration file: its fitted cost
+// model and engine limits, the flags' engine settings where given.
+func (f *simFlags) calibrated(set func(string) bool) (sim.Config, error) {
+	for _, name := range []string{"model", "quant", "hardware", "gpus"} {
+		if set(name) {
+			return sim.Config{}, usagef("--%s: --calibration gives the deployment; leave --%s out", name, name)
+		}
+	}
+	cal, err := calibrate.Read(f.calibration)
+	if err != nil {
+		return sim.Config{}, usagef("--calibration: %v", err)
+	}
+	f.cal = cal
+	cfg := sim.DefaultConfig()
+	cfg.Cost, cfg.Engine = cal.Cost, cal.Engine()
+	if cal.Target.Model != "" {
+		cfg.ServedModel = cal.Target.Model
+	}
+	if set("max-batch") {
+		cfg.Engine.MaxNumSeqs = f.maxBatch
+	}
+	if set("max-batched-tokens") {
+		cfg.Engine.MaxBatchedTokens = f.maxTokens
+	}
+	cfg.Engine.Seed, cfg.Engine.MeanOutputTokens = f.seed, f.meanOutput
+	if cfg.Engine.MaxNumSeqs < 1 || cfg.Engine.MaxBatchedTokens < 1 {
+		return sim.Config{}, usagef("--max-batch and --max-batched-tokens must be at least 1")
+	}
+	return cfg, nil
+}
+
 func (f *simFlags) preset() string {
+	if f.cal != nil {
+		return fmt.Sprintf("CALIBRATED %s (fitted to %s, rms error %.1f%%)", f.cal.Deployment, f.cal.Run, 100*f.cal.Fit.RMSError)
+	}
 	return fmt.Sprintf("%s %s on %d× %s", f.model, f.quant, f.gpus, f.hardware)
 }
 
@@ -70,7 +112,7 @@ interrupted. Token timing follows the physics of the chosen model, precision
 and hardware; see docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config()
+			cfg, err := f.config(cmd.Flags().Changed)
 			if err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ server, no sleeping, a whole curve in well under a second. The numbers come
 from the same metrics code as bench; see docs/simulator.md for the model.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config()
+			cfg, err := f.config(cmd.Flags().Changed)
 			if err != nil {
 				return err
 			}
@@ -88,13 +88,20 @@ func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) er
 		InputTokens  int    `json:"input_tokens"`
 		OutputTokens int    `json:"output_tokens"`
 		Clock        string `json:"clock"`
+		// Calibration is the calibration file simulated, when one was.
+		Calibration string `json:"calibration,omitempty"`
 	}
 	out := struct {
 		Schema      string          `json:"schema"`
 		Target      target          `json:"target"`
 		Interrupted bool            `json:"interrupted"`
 		Levels      []metrics.Level `json:"levels"`
-	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, input, output, "virtual"}, false, s.Levels}
+	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, input, output, "virtual", ""}, false, s.Levels}
+	if f.cal != nil {
+		out.Target.Hardware, out.Target.Quant, out.Target.GPUs = "", "", 0
+		out.Target.Calibration = f.calibration
+		out.Target.Model = f.cal.Target.Model
+	}
 	enc := json.NewEncoder(env.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

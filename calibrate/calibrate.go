@@ -1,0 +1,250 @@
+// Package calibrate fits the simulator to a measured deployment: from a
+// run's closed-loop levels (decode TPS p50 and TTFT p50 at each
+// concurrency) and the physics it was judged against (weight bytes, KV
+// bytes per token, bandwidth), it finds the memory efficiency, prefill
+// rate and per-step and per-sequence overheads of a sim.Calibrated cost
+// model whose simulated levels match the measured ones, and says how far
+// each is off. The simulator then predicts other loads and lengths for
+// that deployment (simulate and serve --calibration).
+package calibrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/sim"
+)
+
+// Schema names the calibration file format.
+const Schema = "tokbench.calibration/v1"
+
+// File is a calibration: the fitted cost model, the engine's limits, and
+// how well the fit matches what was measured.
+type File struct {
+	Schema string `json:"schema"`
+	// Run is the run directory fitted; Target and Deployment what it
+	// measured.
+	Run        string         `json:"run"`
+	Target     metrics.Target `json:"target"`
+	Deployment string         `json:"deployment"`
+	Cost       sim.Calibrated `json:"cost"`
+	// MaxBatch is the most sequences the server runs at once (llama.cpp's
+	// slots, from the run; 0: the simulator's default), MaxBatchedTokens
+	// its tokens per step (0: the simulator's default).
+	MaxBatch         int `json:"max_batch,omitempty"`
+	MaxBatchedTokens int `json:"max_batched_tokens,omitempty"`
+	Fit              Fit `json:"fit"`
+}
+
+// Fit is how the calibrated simulator matches each fitted level.
+type Fit struct {
+	Levels []Point `json:"levels"`
+	// RMSError is the root mean square of the relative errors (fitted ÷
+	// measured − 1) over every level's decode TPS and TTFT.
+	RMSError float64 `json:"rms_error"`
+	Note     string  `json:"note"`
+}
+
+// Point is one level: what was measured and what the calibrated
+// simulator gives for the same load and lengths.
+type Point struct {
+	Concurrency  int     `json:"concurrency"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Requests     int     `json:"requests"`
+	DecodeTPS    Compare `json:"decode_tps_p50"`
+	TTFTMs       Compare `json:"ttft_ms_p50"`
+}
+
+// Compare is a measured value beside the simulated one.
+type Compare struct {
+	Measured  float64 `json:"measured"`
+	Simulated float64 `json:"simulated"`
+	ErrorPct  float64 `json:"error_pct"`
+}
+
+// Options shape a fit.
+type Options struct {
+	// MaxBatch and MaxBatchedTokens are the engine's limits (0: the
+	// run's server slots when it said, else the simulator's defaults).
+	MaxBatch, MaxBatchedTokens int
+}
+
+// InputError is a run that cannot be fitted; its message names why.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// FromRun fits a calibration to a run's summary and run.json metadata
+// (meta: server_slots when the server said).
+func FromRun(ctx context.Context, dir string, s metrics.Summary, meta map[string]string, o Options) (*File, error) {
+	var pts []Point
+	var ph *metrics.Physics
+	for _, lv := range s.Levels {
+		if lv.Load.Mode != metrics.ModeConcurrency || lv.Requests.Completed == 0 || lv.DecodeTPS.Count == 0 || lv.Physics == nil {
+			continue
+		}
+		ph = lv.Physics
+		pts = append(pts, Point{
+			Concurrency: lv.Load.Concurrency, Requests: lv.Requests.Completed,
+			InputTokens:  int(math.Round(float64(lv.InputTokens) / float64(lv.Requests.Completed))),
+			OutputTokens: int(math.Round(float64(lv.OutputTokens) / float64(lv.Requests.Completed))),
+			DecodeTPS:    Compare{Measured: lv.DecodeTPS.P50}, TTFTMs: Compare{Measured: lv.TTFT.P50},
+		})
+	}
+	switch {
+	case len(pts) == 0:
+		return nil, &InputError{dir + ": no closed-loop level with decode TPS and physics: bench it with --concurrency and --hardware (and --gguf or a model the catalog or the server gives)"}
+	case !(ph.WeightBytes > 0) || !(ph.BandwidthBytesPerSec > 0):
+		return nil, &InputError{dir + ": its physics lack weight bytes and bandwidth (a run from before tokbench recorded them): bench it again"}
+	}
+	f := &File{
+		Schema: Schema, Run: dir, Target: s.Target, Deployment: ph.Deployment,
+		MaxBatch: o.MaxBatch, MaxBatchedTokens: o.MaxBatchedTokens,
+		Cost: sim.Calibrated{
+			WeightBytes: ph.WeightBytes, KVBytesPerToken: ph.KVBytesPerToken,
+			KVCapacity: max(ph.KVCapacityTokens, 1<<16), BandwidthBytesPerSec: ph.BandwidthBytesPerSec,
+		},
+	}
+	if f.MaxBatch == 0 {
+		f.MaxBatch, _ = strconv.Atoi(meta["server_slots"])
+	}
+	if err := f.fit(ctx, pts); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// fit finds MBU, the prefill rate and the two overheads by Nelder-Mead on
+// their logarithms, minimizing the squared log errors of every level's
+// decode TPS p50 and TTFT p50 in virtual time. Memory efficiency and the
+// per-step overhead shift every step alike, so a weak pull towards the MBU
+// the first level implies keeps them apart where the data cannot.
+func (f *File) fit(ctx context.Context, pts []Point) error {
+	first := pts[0]
+	mbu0 := min(1, f.Cost.WeightBytes*first.DecodeTPS.Measured/f.Cost.BandwidthBytesPerSec)
+	pr0 := float64(max(first.InputTokens, 1)) / max(first.TTFTMs.Measured/1000, 1e-6)
+	x0 := []float64{math.Log(mbu0), math.Log(pr0), math.Log(0.1), math.Log(0.05)}
+	var simErr error
+	obj := func(x []float64) float64 {
+		c := f.costAt(x)
+		sum := 0.01 * sq(x[0]-math.Log(mbu0))
+		if x[0] > 0 { // more than the bandwidth: impossible
+			sum += 100 * sq(x[0])
+		}
+		for i := range pts {
+			tps, ttft, err := f.simulate(ctx, c, pts[i])
+			if err != nil {
+				simErr = err
+				return math.Inf(1)
+			}
+			sum += sq(math.Log(tps/pts[i].DecodeTPS.Measured)) + sq(math.Log(ttft/pts[i].TTFTMs.Measured))
+		}
+		return sum
+	}
+	res, err := optimize.Minimize(optimize.Problem{Func: obj}, x0,
+		&optimize.Settings{FuncEvaluations: 800, Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
+		&optimize.NelderMead{})
+	if err != nil && res == nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if simErr != nil {
+		return fmt.Errorf("calibrate: simulating: %w", simErr)
+	}
+	f.Cost = f.costAt(res.X)
+	var sumSq float64
+	for i := range pts {
+		p := &pts[i]
+		tps, ttft, err := f.simulate(ctx, f.Cost, *p)
+		if err != nil {
+			return err
+		}
+		p.DecodeTPS.set(tps)
+		p.TTFTMs.set(ttft)
+		sumSq += sq(p.DecodeTPS.ErrorPct/100) + sq(p.TTFTMs.ErrorPct/100)
+	}
+	f.Fit = Fit{Levels: pts, RMSError: math.Sqrt(sumSq / float64(2*len(pts)))}
+	f.Fit.Note = fmt.Sprintf("fitted to %d level(s); memory efficiency and per-step overhead act alike on every step, so with few levels the split between them is the fit's choice", len(pts))
+	return nil
+}
+
+func (c *Compare) set(sim float64) {
+	c.Simulated = sim
+	if c.Measured != 0 {
+		c.ErrorPct = 100 * (sim/c.Measured - 1)
+	}
+}
+
+// costAt is the cost model at log-parameters x.
+func (f *File) costAt(x []float64) sim.Calibrated {
+	c := f.Cost
+	c.MBU, c.PrefillTPS = math.Exp(x[0]), math.Exp(x[1])
+	c.StepOverheadMs, c.SeqOverheadMs = math.Exp(x[2]), math.Exp(x[3])
+	return c
+}
+
+// Engine is the simulator's engine configuration the calibration asks for.
+func (f *File) Engine() sim.EngineConfig {
+	e := sim.DefaultConfig().Engine
+	if f.MaxBatch > 0 {
+		e.MaxNumSeqs = f.MaxBatch
+	}
+	if f.MaxBatchedTokens > 0 {
+		e.MaxBatchedTokens = f.MaxBatchedTokens
+	}
+	return e
+}
+
+// simulate runs p's load in virtual time on cost: its decode TPS p50 and
+// TTFT p50.
+func (f *File) simulate(ctx context.Context, cost sim.Calibrated, p Point) (tps, ttftMs float64, err error) {
+	levels, err := sim.Curve(ctx, f.Engine(), cost, sim.CurveConfig{
+		Users: []int{p.Concurrency}, Requests: p.Requests, PromptTokens: max(p.InputTokens, 1), MaxTokens: max(p.OutputTokens, 2),
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	lv := levels[0]
+	if lv.DecodeTPS.Count == 0 {
+		return 0, 0, errors.New("the simulated level decoded nothing")
+	}
+	return lv.DecodeTPS.P50, lv.TTFT.P50, nil
+}
+
+func sq(v float64) float64 { return v * v }
+
+// Write writes the calibration as indented JSON.
+func (f *File) Write(path string) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Read reads and checks a calibration file.
+func Read(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", path, f.Schema, Schema)
+	}
+	if err := f.Cost.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: cost: %w", path, err)
+	}
+	return &f, nil
+}
