@@ -15,8 +15,9 @@ const SketchAccuracy = 0.005
 // Exact limits: a distribution holds its values exactly up to these many,
 // then moves them into a sketch. Per-request distributions (TTFT, E2E …)
 // stay exact for 524,288 requests, per-token ones (ITL, chunk gaps) for
-// 4,194,304 tokens; together with the other exact buffers a level holds
-// at most about 150 MB before it moves to sketches of a few KB each.
+// 4,194,304 tokens. A soak at 100 req/s of 64 tokens peaked at 419 MB RSS
+// as the token buffers filled (11 minutes in), then held about 130 MB
+// once they had moved to sketches of a few KB each.
 const (
 	RequestLimit = 1 << 19
 	TokenLimit   = 1 << 22
