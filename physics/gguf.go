@@ -60,13 +60,14 @@ func FromGGUF(path string) (Model, Precision, string, error) {
 		Source:        "GGUF tensor types: " + strings.Join(types, " "),
 	}
 	note := fmt.Sprintf("--gguf: %s, %d layers; %.4g GB in the file; a token reads %s bytes of weights (%.3g bits per weight over %.4g B parameters, token embedding %s)",
-		arch, m.Layers, float64(w.TotalBytes)/1e9, groupDigits(int64(math.Round(w.BytesPerToken))), p.BitsPerWeight, w.ParamsPerToken/1e9, map[bool]string{true: "tied to the output head, read", false: "table not read"}[w.Tied])
+		arch, m.Layers, float64(w.TotalBytes)/1e9, GroupDigits(w.BytesPerToken), p.BitsPerWeight, w.ParamsPerToken/1e9, map[bool]string{true: "tied to the output head, read", false: "table not read"}[w.Tied])
 	return m, p, note, nil
 }
 
-// groupDigits writes n with commas between thousands: 149,868,544.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
+// GroupDigits writes v rounded to a whole number with commas between
+// thousands: 149,868,544.
+func GroupDigits(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	var b strings.Builder

@@ -3,8 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -121,22 +119,7 @@ func fmtBytes(b float64) string {
 }
 
 // fmtNum prints a count with thousands separators.
-func fmtNum(v float64) string {
-	s := fmt.Sprintf("%.0f", math.Round(v))
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func fmtNum(v float64) string { return physics.GroupDigits(v) }
 
 func fmtTPS(v float64) string {
 	if v >= 1000 {
