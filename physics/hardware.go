@@ -203,6 +203,30 @@ var builtinHardware = []Hardware{
 		Name: "xeon-spr", MemoryBytes: 512 * gb, BandwidthBytesPerSec: 0.307 * tbps,
 		Source: "8 channels DDR5-4800 per socket (derived); memory assumes 8 × 64 GB DIMMs (an assumption)",
 	}),
+	// Desktop and laptop memory: per-channel figures, the JEDEC transfer
+	// rate times 8 bytes per 64-bit channel, two channels as most
+	// desktops and laptops have (memory sizes are typical configurations,
+	// an assumption). Measured machines reach 60–80% of these.
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "ddr4-3200-2ch", MemoryBytes: 64 * gb, BandwidthBytesPerSec: 2 * 3200e6 * 8,
+		Source: "2 channels DDR4-3200: 25.6 GB/s per channel (3200 MT/s × 8 B, JEDEC); memory assumes 64 GB",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "ddr5-4800-2ch", MemoryBytes: 64 * gb, BandwidthBytesPerSec: 2 * 4800e6 * 8,
+		Source: "2 channels DDR5-4800: 38.4 GB/s per channel (4800 MT/s × 8 B, JEDEC); memory assumes 64 GB",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "ddr5-5600-2ch", MemoryBytes: 96 * gb, BandwidthBytesPerSec: 2 * 5600e6 * 8,
+		Source: "2 channels DDR5-5600: 44.8 GB/s per channel (5600 MT/s × 8 B, JEDEC); memory assumes 96 GB",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "ddr5-6400-2ch", MemoryBytes: 96 * gb, BandwidthBytesPerSec: 2 * 6400e6 * 8,
+		Source: "2 channels DDR5-6400: 51.2 GB/s per channel (6400 MT/s × 8 B, JEDEC); memory assumes 96 GB",
+	}),
+	hw(ClassCPU, effCPU, Hardware{
+		Name: "lpddr5x-8533-128bit", MemoryBytes: 32 * gb, BandwidthBytesPerSec: 8533e6 * 16,
+		Source: "a 128-bit LPDDR5X-8533 bus (laptops): 8533 MT/s × 16 B = 136.5 GB/s; memory assumes 32 GB",
+	}),
 	hw(ClassSRAM, effSRAM, Hardware{
 		Name: "groq-lpu", MemoryBytes: 0.23 * gb, BandwidthBytesPerSec: 80 * tbps,
 		BF16FLOPS: 188 * tflops, // FP16
