@@ -273,7 +273,10 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		}
 		return scrape.around(ctx, lv, func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) },
 			func(wl load.Level) {
-				(&load.Runner{Client: client, Tokenizer: tok, Timeout: p.Client.Timeout}).RunLevel(ctx, i, wl, load.Warmups(src, lv.Requests))
+				// A runner of its own, so that the level's runner counts no
+				// warm-up; the level's users are spread over its duration.
+				res, _ := (&load.Runner{Client: client, Tokenizer: tok, Timeout: p.Client.Timeout}).RunLevel(ctx, i, wl, load.Warmups(src, lv.Requests))
+				runner.LearnDuration(res.Records)
 			})
 	}
 	annotate := func(lv *metrics.Level) {

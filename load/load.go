@@ -211,7 +211,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		}
 		r.closedLoop(ctx, idx, w, Warmups(src, lv.Requests), nil)
 		r.onWarmup = nil
-		r.learnDuration(warm)
+		r.LearnDuration(warm)
 	}
 	spread := time.Duration(0) // the level's start spread, when the runner chose it
 	if lv.Load.Mode != metrics.ModeRate && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
@@ -264,7 +264,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Dropped: dropped, Level: acc.Level(wall.Seconds())}
 	res.Level.Client = health
-	r.learnDuration(recs)
+	r.LearnDuration(recs)
 	switch {
 	case lv.Load.Mode == metrics.ModeRate || lv.users() <= 1:
 	case lv.Lockstep:
@@ -407,9 +407,11 @@ func (lv Level) users() int {
 	return lv.Load.Concurrency
 }
 
-// learnDuration keeps the median duration of the completed requests among
-// recs as the next level's expected request duration.
-func (r *Runner) learnDuration(recs []metrics.Record) {
+// LearnDuration keeps the median duration of the completed requests among
+// recs as the next level's expected request duration, which its users'
+// starts are spread over (a warm-up run apart from the runner teaches it
+// this way).
+func (r *Runner) LearnDuration(recs []metrics.Record) {
 	var d []float64
 	for i := range recs {
 		if recs[i].OK {

@@ -148,3 +148,27 @@ func TestBenchRecordsMaxModelLen(t *testing.T) {
 		t.Errorf("run.json model %q, meta %v, want server_max_context and model_context_length 12288", run.Target.Model, run.Meta)
 	}
 }
+
+// TestServerMetricsWarmupSpreadsTheLevel: with --server-metrics the
+// warm-up runs apart from the level (so the server's counters hold the
+// level alone); its duration must still spread the first level's users,
+// or they start together and their prefills collide (a real llama.cpp
+// under --api auto reported 4× its TTFT that way).
+func TestServerMetricsWarmupSpreadsTheLevel(t *testing.T) {
+	code, stdout, stderr := runCLI(context.Background(), nil,
+		"bench", "--server-metrics", "--concurrency", "4", "--requests", "8", "--output-tokens", "16", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	lv := s.Levels[0]
+	if lv.Lockstep || !(lv.StartSpreadMs > 0) {
+		t.Fatalf("lockstep %v, start spread %g ms: the warm-up's duration did not spread the level", lv.Lockstep, lv.StartSpreadMs)
+	}
+	if sm := lv.ServerMetrics; sm == nil || sm.Requests != 8 {
+		t.Fatalf("server metrics %+v, want the level's 8 requests alone", sm)
+	}
+}
