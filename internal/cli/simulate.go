@@ -53,6 +53,9 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 				Schema: metrics.Schema,
 				Target: metrics.Target{URL: "virtual", API: "sim", Model: f.model, Simulated: true},
 			}
+			if f.cal != nil {
+				sum.Target.Model = f.cal.Target.Model
+			}
 			levels, err := sim.Curve(cmd.Context(), cfg.Engine, cfg.Cost, sim.CurveConfig{
 				Users: users, Requests: requests, PromptTokens: input, MaxTokens: output, Lockstep: lockstep,
 			})
