@@ -55,7 +55,7 @@ type Accumulator struct {
 // level's goodput counts the requests that met every one (ApplySLOs's
 // count, without keeping the records).
 func NewAccumulator(load Load, slos []SLO) *Accumulator {
-	a := &Accumulator{load: load, slos: slos, sources: map[string]bool{}, perChunk: Counts{}}
+	a := &Accumulator{load: load, slos: slos, sources: map[string]bool{}}
 	a.lv = Level{Load: load, Requests: Requests{Errors: map[string]int{}}}
 	a.itl.Limit, a.gaps.Limit = tokenLimit, tokenLimit
 	a.steady.k = 1
@@ -177,15 +177,11 @@ func (a *Accumulator) Add(r *Record) {
 		a.e2etps.Add(v)
 	}
 	a.scratch = r.AppendITL(a.scratch[:0])
-	for _, v := range a.scratch {
-		a.itl.Add(v)
-	}
+	a.itl.AddAll(a.scratch)
 	a.scratch = r.AppendChunkGaps(a.scratch[:0])
-	for _, v := range a.scratch {
-		a.gaps.Add(v)
-	}
+	a.gaps.AddAll(a.scratch)
 	for _, k := range r.ChunkTokens {
-		a.perChunk[k]++
+		a.perChunk.Add(k)
 	}
 	if a.load.Mode == ModeRate {
 		// Late is the client's lateness: the queue less the request's own

@@ -12,20 +12,20 @@ import (
 
 func TestCountsDescribeExactly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	c := Counts{}
+	var c Counts
 	var vals []float64
 	for range 10_001 {
 		k := 1 + rng.IntN(6)
 		if rng.IntN(50) == 0 {
 			k = 40 // a burst of a multi-token chunk
 		}
-		c[k]++
+		c.Add(k)
 		vals = append(vals, float64(k))
 	}
 	if got, want := c.Stats(), Describe(vals); got != want {
 		t.Fatalf("counts %+v\nwant     %+v", got, want)
 	}
-	if (Counts{}).Stats() != (Stats{}) {
+	if (&Counts{}).Stats() != (Stats{}) {
 		t.Fatal("empty counts are not empty stats")
 	}
 }

@@ -42,14 +42,27 @@ type Sample struct {
 
 // Add adds one value.
 func (s *Sample) Add(v float64) {
-	limit := s.Limit
-	if limit <= 0 {
-		limit = requestLimit
-	}
-	if s.sk == nil && len(s.vals) < limit {
+	// (Once sketched, Limit is -1: no value is held exactly again.)
+	if n := len(s.vals); n < s.Limit || s.Limit == 0 && n < requestLimit {
 		s.vals = append(s.vals, v)
 		return
 	}
+	s.addPast(v)
+}
+
+// AddAll adds the values of vs, in one append while they fit exactly.
+func (s *Sample) AddAll(vs []float64) {
+	if n := len(s.vals) + len(vs); n <= s.Limit || s.Limit == 0 && n <= requestLimit {
+		s.vals = append(s.vals, vs...)
+		return
+	}
+	for _, v := range vs {
+		s.Add(v)
+	}
+}
+
+// addPast adds a value past the exact limit.
+func (s *Sample) addPast(v float64) {
 	if s.sk == nil {
 		s.spill()
 	}
@@ -62,7 +75,7 @@ func (s *Sample) spill() {
 	if err != nil {
 		panic(err) // a constant accuracy the library accepts
 	}
-	s.sk = sk
+	s.sk, s.Limit = sk, -1
 	s.min, s.max = math.Inf(1), math.Inf(-1)
 	vals := s.vals
 	s.vals = nil
@@ -125,12 +138,42 @@ func (s *Sample) somePtr() *Stats {
 }
 
 // Counts is a distribution of small whole numbers (tokens per chunk) held
-// exactly in any amount: a count per value.
-type Counts map[int]int
+// exactly in any amount: a count per value. The zero value is empty.
+type Counts struct {
+	small [64]int     // values 0..63, the common case
+	big   map[int]int // the others
+}
+
+// Add counts one k.
+func (c *Counts) Add(k int) {
+	if k >= 0 && k < len(c.small) {
+		c.small[k]++
+		return
+	}
+	if c.big == nil {
+		c.big = map[int]int{}
+	}
+	c.big[k]++
+}
+
+// all is every value counted, with its count.
+func (c *Counts) all() map[int]int {
+	m := make(map[int]int, len(c.big)+8)
+	for k, n := range c.small {
+		if n > 0 {
+			m[k] = n
+		}
+	}
+	for k, n := range c.big {
+		m[k] += n
+	}
+	return m
+}
 
 // Stats describes the distribution exactly, as Describe would the
 // values one by one.
-func (c Counts) Stats() Stats {
+func (cs *Counts) Stats() Stats {
+	c := cs.all()
 	n := 0
 	keys := make([]int, 0, len(c))
 	for k, m := range c {
