@@ -162,6 +162,9 @@ func (opts Options) Plan() (*Plan, error) {
 	if o.prof != nil {
 		p.Profile = o.prof.Name
 	}
+	if o.Hardware == "local" && o.URL == "" {
+		return nil, inputErrorf("--hardware local: judges a server on this machine; give its --url (the embedded simulator simulates catalog hardware)")
+	}
 	if o.GGUF != "" && (o.Hardware == "" || o.URL == "") {
 		return nil, inputErrorf("--gguf: gives the model for the ceiling and MBU against a server's --hardware; give --url and --hardware too")
 	}

@@ -46,6 +46,8 @@ func TestOptionsPlanNamesTheFlag(t *testing.T) {
 		{"sweep and rate", func(o *Options) { o.Sweep, o.Rate = "auto", "1" }, nil, "--sweep: auto sweeps concurrency"},
 		{"lockstep and ramp", func(o *Options) { o.Lockstep, o.RampUp = true, 1e9 }, nil, "--lockstep:"},
 		{"start-at", func(o *Options) { o.StartAt = "tomorrow" }, nil, "--start-at: want an RFC 3339"},
+		{"local without a server", func(o *Options) { o.Hardware = "local" }, nil, "--hardware local: judges a server"},
+		{"gguf without hardware", func(o *Options) { o.URL, o.GGUF = "http://127.0.0.1:1/v1", "m.gguf" }, nil, "--gguf: gives the model"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()
