@@ -80,6 +80,24 @@ type Record struct {
 	// Phases are the request's way to the server: connection, write,
 	// first byte (nil in records written before tokbench kept them).
 	Phases *Phases `json:"phases,omitempty"`
+
+	// Model and API are the request's, where a record is not one of a
+	// planned level's (tokbench proxy: live traffic of many).
+	Model string `json:"model,omitempty"`
+	API   string `json:"api,omitempty"`
+	// Proxy is the client's side of a request tokbench proxy carried.
+	Proxy *ProxyTiming `json:"proxy,omitempty"`
+}
+
+// ProxyTiming is what a proxied request's client got: the longest one
+// write to it blocked (each chunk is written the moment it arrives, so
+// this is the most the proxy delayed one), whether that was long enough
+// to call the client slow (its reads then held back the upstream's), and
+// how the connection to it failed.
+type ProxyTiming struct {
+	MaxWriteMs  float64 `json:"max_write_ms"`
+	SlowClient  bool    `json:"slow_client,omitempty"`
+	ClientError string  `json:"client_error,omitempty"`
 }
 
 // ServerTiming is what the server itself says about a request: PromptMs is

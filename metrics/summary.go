@@ -17,6 +17,9 @@ const (
 	ModeConcurrency Mode = "concurrency"
 	// ModeRate is an open loop: requests sent on a schedule of arrivals.
 	ModeRate Mode = "rate"
+	// ModeLive is live traffic tokbench proxy measured: the load is
+	// whatever the applications sent.
+	ModeLive Mode = "live"
 )
 
 // Arrival is an open loop's arrival process.
@@ -43,6 +46,9 @@ type Load struct {
 // String is a short label: "c=8" or "5 req/s poisson".
 func (l Load) String() string {
 	s := fmt.Sprintf("c=%d", l.Concurrency)
+	if l.Mode == ModeLive {
+		return "live"
+	}
 	if l.Mode == ModeRate {
 		s = fmt.Sprintf("%g req/s %s", l.RateRPS, l.Arrival)
 	}

@@ -150,6 +150,7 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		newReportCmd(env),
 		newImportVLLMCmd(env),
 		newCalibrateCmd(env),
+		newProxyCmd(env),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true

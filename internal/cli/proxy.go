@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/proxy"
+	"github.com/tokbench/tokbench/results"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+func newProxyCmd(env Env) *cobra.Command {
+	var (
+		listen, upstream, out, metricsAddr, tokenizer string
+		replace                                       bool
+		every, grace                                  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "proxy --upstream URL",
+		Short: "A reverse proxy that measures the live traffic it carries",
+		Long: `proxy forwards every request to --upstream unchanged, flushing each chunk
+of an answer to the client the moment it arrives, and measures each
+streamed completion (OpenAI chat and completions, Anthropic messages,
+Ollama, llama.cpp): TTFT and decode rate from the instant it handed the
+request upstream, tokens from usage or --tokenizer, the model, the API,
+the status and failure class, and whether the client read slowly. With
+--out it appends requests.jsonl as bench does and writes summary.json and
+report.html when stopped (live traffic in windows of --summary-every);
+--metrics-addr serves Prometheus histograms. Prompts and answers are not
+stored; headers (API keys too) are forwarded, never recorded. Ctrl-C lets
+streams in flight finish for --grace.`,
+		Example: `  tokbench proxy --listen 127.0.0.1:8080 --upstream http://localhost:8000/v1 --out live
+  tokbench report live`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			u, err := url.Parse(upstream)
+			if err != nil || u.Scheme == "" || u.Host == "" {
+				return usagef("--upstream: want the endpoint's base URL, e.g. http://localhost:8000/v1, got %q", api.RedactURL(upstream))
+			}
+			if every < time.Second || grace < 0 {
+				return usagef("--summary-every: want 1s or more; --grace: not negative")
+			}
+			tok, err := tokenize.Open(tokenizer)
+			if err != nil {
+				return usagef("--tokenizer: %v", err)
+			}
+			var w *results.Writer
+			if out != "" {
+				if _, err := os.Stat(filepath.Join(out, results.RunFile)); err == nil && !replace {
+					return usagef("--out: %s holds a run already; give another directory, or --replace to write over it", out)
+				}
+				if w, err = results.Create(out); err != nil {
+					return usagef("--out: %v", err)
+				}
+				defer w.Close()
+			}
+			s, err := proxy.Run(cmd.Context(), proxy.Options{
+				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok}, Out: w,
+				MetricsAddr: metricsAddr, Every: every, Grace: grace, Version: Version,
+				Ready: func(p, m string) {
+					fmt.Fprintf(env.Stderr, "tokbench proxy: %s → %s; Ctrl-C stops\n", p, api.RedactURL(upstream))
+					if m != "" {
+						fmt.Fprintf(env.Stderr, "tokbench proxy: Prometheus metrics at %s\n", m)
+					}
+				},
+			})
+			if err != nil {
+				return usagef("%v", err)
+			}
+			lv := s.Levels[0]
+			fmt.Fprintf(env.Stderr, "tokbench proxy: measured %d requests (%d failed), TTFT p50 %s ms, %d windows\n",
+				lv.Requests.Sent, lv.Requests.Failed, metrics.Figure(lv.TTFT.P50), len(lv.Windows))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "127.0.0.1:8080", "address to accept the applications' requests on")
+	fl.StringVar(&upstream, "upstream", "", "the endpoint's base URL, as its SDK takes it, e.g. http://localhost:8000/v1")
+	fl.StringVar(&out, "out", "", "append requests.jsonl here as requests end; summary.json and report.html when stopped")
+	fl.BoolVar(&replace, "replace", false, "with --out: write over the run the directory holds")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the traffic on this address (/metrics)")
+	fl.StringVar(&tokenizer, "tokenizer", tokenize.Default, "counts output tokens of answers without usage")
+	fl.DurationVar(&every, "summary-every", time.Minute, "window length of the live traffic's summary")
+	fl.DurationVar(&grace, "grace", 30*time.Second, "at Ctrl-C, how long streams in flight may finish")
+	return cmd
+}

@@ -1,0 +1,334 @@
+// Package proxy is a reverse proxy that measures the streams it carries:
+// applications point their SDK at it instead of the endpoint, every
+// request and answer passes through unchanged (each chunk flushed to the
+// client the moment it arrives), and each streamed completion becomes a
+// metrics.Record with the upstream's TTFT and decode rate — counted from
+// the instant the proxy handed the request to the upstream connection —
+// and the client-facing ones, tokens exact from usage or the tokenizer.
+//
+// Which requests are measured is decided by method and path: POST to
+// …/chat/completions and …/completions (OpenAI), …/messages (Anthropic),
+// /api/chat and /api/generate (Ollama) and /completion (llama.cpp), when
+// the body asks for a stream. Everything else (models, embeddings,
+// tokenize, non-streamed answers) passes through unmeasured.
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+// Config is a proxy's upstream and what it does with its measurements.
+type Config struct {
+	// Upstream is the endpoint's base URL: a request for /v1/x goes to
+	// Upstream's scheme and host, at Upstream's path joined with /v1/x
+	// less the part Upstream's path already holds.
+	Upstream *url.URL
+	// Transport carries requests upstream (nil: a clone of
+	// http.DefaultTransport without compression, so streams stay plain).
+	Transport http.RoundTripper
+	// Tokenizer counts output tokens an answer's usage does not give.
+	Tokenizer tokenize.Tokenizer
+	// Sink gets every measured request's record (nil: none); it is called
+	// from many goroutines at once.
+	Sink func(metrics.Record)
+	// MaxBody bounds a request body the proxy reads to decide what it is
+	// (default 64 MiB); a longer one is answered 413.
+	MaxBody int64
+	// SlowClient is how long one write to the client may block before the
+	// record says the client was slow (default 50 ms).
+	SlowClient time.Duration
+}
+
+// Proxy is an http.Handler.
+type Proxy struct {
+	cfg   Config
+	rt    http.RoundTripper
+	ids   atomic.Int64
+	start time.Time
+	// InFlight counts the measured requests being streamed now.
+	InFlight atomic.Int64
+}
+
+// New returns the proxy of cfg.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "" {
+		return nil, errors.New("proxy: the upstream needs a scheme and host, e.g. http://host:8000/v1")
+	}
+	if cfg.Tokenizer == nil {
+		tok, err := tokenize.Open(tokenize.Default)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tokenizer = tok
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 64 << 20
+	}
+	if cfg.SlowClient <= 0 {
+		cfg.SlowClient = 50 * time.Millisecond
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableCompression = true
+		t.MaxIdleConnsPerHost = 1024
+		rt = t
+	}
+	return &Proxy{cfg: cfg, rt: rt, start: time.Now()}, nil
+}
+
+// hop-by-hop headers are the connection's, never forwarded (RFC 9110 7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+	for _, h := range hopHeaders {
+		dst.Del(h)
+	}
+	if c := src.Get("Connection"); c != "" {
+		for _, f := range strings.Split(c, ",") {
+			dst.Del(strings.TrimSpace(f))
+		}
+	}
+}
+
+// adapter is the protocol a request's method and path name, with whether
+// its body asks for a stream; nil for one the proxy does not measure.
+func adapter(r *http.Request, body []byte) (api.Adapter, *request) {
+	if r.Method != http.MethodPost {
+		return nil, nil
+	}
+	var a api.Adapter
+	p := strings.TrimRight(r.URL.Path, "/")
+	switch {
+	case strings.HasSuffix(p, "/chat/completions"):
+		a = api.OpenAI{Chat: true}
+	case strings.HasSuffix(p, "/completions"):
+		a = api.OpenAI{}
+	case strings.HasSuffix(p, "/messages"):
+		a = api.Anthropic{}
+	case p == "/api/chat":
+		a = api.Ollama{Chat: true}
+	case p == "/api/generate":
+		a = api.Ollama{}
+	case p == "/completion":
+		a = api.LlamaCpp{}
+	default:
+		return nil, nil
+	}
+	var req request
+	if json.Unmarshal(body, &req) != nil {
+		return nil, nil
+	}
+	_, ollama := a.(api.Ollama)
+	// Ollama streams unless told not to; the others only when asked.
+	if req.Stream == nil && !ollama || req.Stream != nil && !*req.Stream {
+		return nil, nil
+	}
+	return a, &req
+}
+
+// request is what the proxy reads of a completion request.
+type request struct {
+	Model     string `json:"model"`
+	Stream    *bool  `json:"stream"`
+	MaxTokens int    `json:"max_tokens"`
+	NPredict  int    `json:"n_predict"`
+	Options   struct {
+		NumPredict int `json:"num_predict"`
+	} `json:"options"`
+}
+
+func (q *request) maxTokens() int { return max(q.MaxTokens, q.NPredict, q.Options.NumPredict) }
+
+// ServeHTTP forwards one request and, for a streamed completion, measures
+// it.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
+	if err != nil {
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, "tokbench proxy: reading the request body: "+err.Error(), status)
+		return
+	}
+	a, req := adapter(r, body)
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, "tokbench proxy: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	copyHeader(out.Header, r.Header)
+	out.Host = p.cfg.Upstream.Host
+	if a == nil {
+		p.pass(w, out)
+		return
+	}
+	p.InFlight.Add(1)
+	defer p.InFlight.Add(-1)
+	rec := p.measure(w, out, a, req)
+	if p.cfg.Sink != nil {
+		p.cfg.Sink(rec)
+	}
+}
+
+// target is the upstream URL for a request's path and query.
+func (p *Proxy) target(u *url.URL) string {
+	up := *p.cfg.Upstream
+	base := strings.TrimRight(up.Path, "/")
+	path := u.Path
+	// A base of /v1 and a request for /v1/chat/completions: /v1 once.
+	if base != "" && !strings.HasPrefix(path, base+"/") && path != base {
+		path = base + path
+	}
+	up.Path, up.RawPath, up.RawQuery = path, "", u.RawQuery
+	return up.String()
+}
+
+// pass forwards a request the proxy does not measure.
+func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
+	resp, err := p.rt.RoundTrip(out)
+	if err != nil {
+		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	copyHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	flushCopy(w, resp.Body, nil)
+}
+
+// flushCopy copies src to w, flushing after every read; each is given
+// the bytes and the instant they were read, and returns how long the
+// write blocked (nil: not told).
+func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time.Time)) (maxWrite time.Duration, clientErr error) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			at := time.Now()
+			if each != nil {
+				each(buf[:n], at)
+			}
+			if clientErr == nil {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					clientErr = werr
+				} else if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+					clientErr = ferr
+				}
+				maxWrite = max(maxWrite, time.Since(at))
+			}
+		}
+		if err != nil {
+			return maxWrite, clientErr
+		}
+	}
+}
+
+// measure forwards a streamed completion and records it: the upstream's
+// answer decoded by the protocol's adapter as its bytes arrive (the
+// arrival instants are the proxy's reads), the client's as they were
+// written to it.
+func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request) metrics.Record {
+	resp := &api.Response{}
+	var wrote time.Time
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote = time.Now() }}
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+	sent := time.Now()
+	up, err := p.rt.RoundTrip(out)
+	resp.Start = cmpTime(wrote, sent)
+	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start, OutputTokensRequested: req.maxTokens()}
+	if err != nil {
+		resp.Done = time.Now()
+		resp.ErrorClass, resp.Error = api.ClassifyTransport(out.Context(), err), "upstream: "+err.Error()
+		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		return p.record(resp, req, a, info, nil)
+	}
+	defer up.Body.Close()
+	resp.Status = up.StatusCode
+	copyHeader(w.Header(), up.Header)
+	w.WriteHeader(up.StatusCode)
+	if up.StatusCode/100 != 2 {
+		var msg bytes.Buffer
+		_, cerr := flushCopy(w, up.Body, func(b []byte, _ time.Time) {
+			if msg.Len() < 4096 {
+				msg.Write(b[:min(len(b), 4096-msg.Len())])
+			}
+		})
+		resp.Done = time.Now()
+		resp.ErrorClass = api.HTTPClass(up.StatusCode)
+		resp.Error = fmt.Sprintf("HTTP %d from %s %s: %s", up.StatusCode, out.Method, out.URL.Path, api.ErrorMessage(msg.Bytes()))
+		return p.record(resp, req, a, info, &clientSide{err: cerr})
+	}
+	pipe := newStampPipe()
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		a.Decode(pipe, resp)
+		io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
+	}()
+	client := &clientSide{}
+	client.maxWrite, client.err = flushCopy(w, up.Body, pipe.send)
+	done := time.Now()
+	pipe.close()
+	<-decoded
+	if resp.Done.IsZero() {
+		resp.Done = done
+	}
+	return p.record(resp, req, a, info, client)
+}
+
+// clientSide is what the client got: the longest a write to it blocked,
+// and how the connection to it failed.
+type clientSide struct {
+	maxWrite time.Duration
+	err      error
+}
+
+// record is the request's record, with the client's side in Proxy.
+func (p *Proxy) record(resp *api.Response, req *request, a api.Adapter, info load.RecordInfo, c *clientSide) metrics.Record {
+	if resp.ErrorClass == "" && len(resp.Chunks) == 0 {
+		resp.ErrorClass, resp.Error = api.ClassEmptyResponse, "the stream carried no output tokens"
+	}
+	rec := load.Record(resp, p.cfg.Tokenizer, info)
+	rec.Model, rec.API = req.Model, a.Name()
+	if c != nil {
+		pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= p.cfg.SlowClient, MaxWriteMs: ms(c.maxWrite)}
+		if c.err != nil {
+			pr.ClientError = c.err.Error()
+		}
+		rec.Proxy = pr
+	}
+	return rec
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func cmpTime(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	return a
+}

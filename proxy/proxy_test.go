@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// proxied starts a proxy in front of up; its records go to the returned
+// func's result.
+func proxied(t *testing.T, up string) (string, func() []metrics.Record) {
+	t.Helper()
+	u, _ := url.Parse(up + "/v1")
+	var mu sync.Mutex
+	var recs []metrics.Record
+	p, err := New(Config{Upstream: u, Sink: func(r metrics.Record) {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []metrics.Record {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(recs)
+	}
+}
+
+func chat(t *testing.T, base string, header http.Header) (status int, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":24,"messages":[{"role":"user","content":"hi"}]}`))
+	if header != nil {
+		req.Header = header.Clone()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestProxyMeasuresAgainstTheServersInstants: 20 concurrent streams
+// through the proxy; each record's upstream TTFT matches the fake
+// server's own first flush against the instant the proxy sent the
+// request, the tokens are the script's, and the client gets the stream
+// and the headers unchanged.
+func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: 30 * time.Millisecond, Gap: 5 * time.Millisecond, Tokens: 24, Usage: true})
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	const n = 20
+	var wg sync.WaitGroup
+	bodies := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			var st int
+			st, bodies[i] = chat(t, base, http.Header{"Authorization": {"Bearer sk-secret-9"}})
+			if st != 200 {
+				t.Errorf("status %d", st)
+			}
+		})
+	}
+	wg.Wait()
+	recs := records()
+	if len(recs) != n {
+		t.Fatalf("%d records for %d requests", len(recs), n)
+	}
+	if got := up.LastHeader("Authorization"); got != "Bearer sk-secret-9" {
+		t.Errorf("the upstream got Authorization %q", got)
+	}
+	byID := map[string]*fakellm.Stream{}
+	streams := up.Streams()
+	for i := range streams {
+		byID[streams[i].ID] = &streams[i]
+	}
+	var worst float64
+	for _, r := range recs {
+		if !r.OK || r.OutputTokens != 24 || r.TokenSource != metrics.SourceUsage || r.API != "openai-chat" || r.Model != "m" {
+			t.Fatalf("record %+v", r)
+		}
+		s := byID[r.ResponseID]
+		if s == nil {
+			t.Fatalf("no stream %q", r.ResponseID)
+		}
+		truth := float64(s.Flushes[0].Sub(r.Start)) / 1e6
+		worst = max(worst, math.Abs(r.TTFTMs-truth))
+		if r.Proxy == nil || r.Proxy.SlowClient {
+			t.Errorf("proxy block %+v", r.Proxy)
+		}
+	}
+	if worst > 1 {
+		t.Errorf("upstream TTFT off the server's first flush by up to %.3f ms, want ≤ 1", worst)
+	}
+	for _, b := range bodies {
+		if !strings.Contains(b, `"completion_tokens":24`) || !strings.HasSuffix(strings.TrimSpace(b), "data: [DONE]") {
+			t.Fatalf("the client's stream is not the server's:\n%s", b)
+		}
+	}
+	for _, r := range recs {
+		var buf bytes.Buffer
+		fmt.Fprint(&buf, r)
+		if strings.Contains(buf.String(), "sk-secret-9") {
+			t.Fatal("a record holds the API key")
+		}
+	}
+}
+
+// TestProxyPassesThrough: a path the proxy does not measure and an
+// upstream error reach the client as they came; the error is recorded.
+func TestProxyPassesThrough(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 4, Usage: true,
+		Fault: func(n int) fakellm.Fault {
+			if n == 0 {
+				return fakellm.Fault{Status: 429}
+			}
+			return fakellm.Fault{}
+		}})
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	resp, err := http.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(models), `"object":"list"`) {
+		t.Fatalf("models: %d %s", resp.StatusCode, models)
+	}
+	st, body := chat(t, base, nil)
+	if st != 429 || len(body) == 0 {
+		t.Fatalf("a 429 reached the client as %d %q", st, body)
+	}
+	st, body = chat(t, base, nil)
+	if st != 200 {
+		t.Fatalf("second request: %d", st)
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	events := 0
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			events++
+		}
+	}
+	recs := records()
+	if len(recs) != 2 || recs[0].OK || recs[0].ErrorClass != "http_429" || !recs[1].OK || recs[1].OutputTokens != 4 {
+		t.Fatalf("records %+v", recs)
+	}
+	if events < 5 {
+		t.Fatalf("%d events reached the client", events)
+	}
+}

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/benchmark"
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
+)
+
+func benchTTFT(t *testing.T, base string) metrics.Level {
+	t.Helper()
+	o := benchmark.DefaultOptions()
+	o.URL, o.Model, o.Concurrency, o.Requests, o.OutputTokens, o.InputTokens = base, "m", "4", 40, "16", "32"
+	o.Getenv = func(string) string { return "" }
+	plan, err := o.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := benchmark.Run(context.Background(), plan, benchmark.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Summary.Levels[0]
+}
+
+// TestRunBenchThroughTheProxy: tokbench bench through the proxy reports
+// the TTFT of the same bench direct within 0.5 ms p50; the proxy's
+// Prometheus count is the requests it carried; stopped, it writes a run
+// directory report reads.
+func TestRunBenchThroughTheProxy(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 16, Usage: true})
+	defer up.Close()
+	u, _ := url.Parse(up.URL + "/v1")
+	dir := filepath.Join(t.TempDir(), "live")
+	w, err := results.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan [2]string, 1)
+	done := make(chan metrics.Summary, 1)
+	go func() {
+		s, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Out: w, MetricsAddr: "127.0.0.1:0",
+			Every: time.Second, Ready: func(p, m string) { ready <- [2]string{p, m} }})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- s
+	}()
+	urls := <-ready
+	direct := benchTTFT(t, up.URL+"/v1")
+	through := benchTTFT(t, urls[0]+"/v1")
+	if d := math.Abs(through.TTFT.P50 - direct.TTFT.P50); d > 0.5 {
+		t.Errorf("TTFT p50 through the proxy %.3f ms, direct %.3f: %.3f apart, want ≤ 0.5", through.TTFT.P50, direct.TTFT.P50, d)
+	}
+	if through.OutputTokens != direct.OutputTokens || through.Requests.Completed != 40 {
+		t.Errorf("tokens %d through, %d direct; %d completed", through.OutputTokens, direct.OutputTokens, through.Requests.Completed)
+	}
+	resp, err := http.Get(urls[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`tokbench_requests_total\{outcome="ok"\} (\d+)`).FindSubmatch(body)
+	stop()
+	s := <-done
+	lv := s.Levels[0]
+	if m == nil {
+		t.Fatalf("no request count in the metrics:\n%s", body)
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n != lv.Requests.Completed || n < 41 {
+		t.Errorf("Prometheus counted %d, the proxy recorded %d (40 and a warm-up at least)", n, lv.Requests.Completed)
+	}
+	if lv.Load.Mode != metrics.ModeLive || len(lv.Windows) == 0 || lv.OutputTokens != 16*lv.Requests.Completed {
+		t.Errorf("live level %+v with %d windows", lv.Load, len(lv.Windows))
+	}
+	for _, f := range []string{results.RunFile, results.RequestsFile, "summary.json", "report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the run directory lacks %s: %v", f, err)
+		}
+	}
+	t.Logf("TTFT p50 direct %.3f ms, through the proxy %.3f ms", direct.TTFT.P50, through.TTFT.P50)
+}
