@@ -4,15 +4,21 @@
 package deploy
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tokbench/tokbench/live"
 	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/metrics"
 )
 
 type job struct {
@@ -128,5 +134,102 @@ func TestDockerfileBuildsStaticBinary(t *testing.T) {
 	}
 	if !strings.Contains(df, "USER nonroot") {
 		t.Error("Dockerfile runs as root")
+	}
+}
+
+// TestProxySidecar: the sidecar example runs tokbench proxy in front of
+// vLLM on the pod's loopback, the Service sends traffic to the proxy's
+// port, the pod outlives the proxy's grace, and every query of the
+// Grafana dashboard names a series the proxy's exporter serves.
+func TestProxySidecar(t *testing.T) {
+	b, err := os.ReadFile("k8s/proxy-sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	var dep struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Grace      int `yaml:"terminationGracePeriodSeconds"`
+					Containers []struct {
+						Name  string   `yaml:"name"`
+						Args  []string `yaml:"args"`
+						Ports []struct {
+							Name string `yaml:"name"`
+							Port int    `yaml:"containerPort"`
+						} `yaml:"ports"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	var svc struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Ports []struct {
+				TargetPort string `yaml:"targetPort"`
+			} `yaml:"ports"`
+		} `yaml:"spec"`
+	}
+	if err := dec.Decode(&dep); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Decode(&svc); err != nil {
+		t.Fatal(err)
+	}
+	cs := dep.Spec.Template.Spec.Containers
+	if dep.Kind != "Deployment" || len(cs) != 2 || cs[1].Args[0] != "proxy" {
+		t.Fatalf("not a vLLM Deployment with a proxy sidecar: %+v", dep)
+	}
+	px := cs[1]
+	if arg(px.Args, "--upstream") != "http://127.0.0.1:8000/v1" || arg(px.Args, "--listen") != "0.0.0.0:8080" {
+		t.Errorf("proxy args %v", px.Args)
+	}
+	grace, err := time.ParseDuration(arg(px.Args, "--grace"))
+	if err != nil || time.Duration(dep.Spec.Template.Spec.Grace)*time.Second <= grace {
+		t.Errorf("pod grace %d s, proxy --grace %v: the pod must outlive the streams", dep.Spec.Template.Spec.Grace, grace)
+	}
+	if svc.Kind != "Service" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != px.Ports[0].Name || px.Ports[0].Port != 8080 {
+		t.Errorf("the Service does not send traffic to the proxy: %+v", svc)
+	}
+
+	raw, err := os.ReadFile("grafana/tokbench-proxy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	e := live.New(func() float64 { return 0 })
+	e.Observe(metrics.Record{OK: true, TTFTMs: 10, E2EMs: 50, OutputTokens: 5, ChunkMs: []float64{10, 50}, ChunkTokens: []int{1, 4}})
+	rec := httptest.NewRecorder()
+	e.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	served := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+)`).FindAllStringSubmatch(rec.Body.String(), -1) {
+		served[m[1]] = true
+	}
+	series := regexp.MustCompile(`tokbench_[a-z0-9_]+`)
+	n := 0
+	for _, p := range dash.Panels {
+		for _, q := range p.Targets {
+			for _, s := range series.FindAllString(q.Expr, -1) {
+				n++
+				if name := strings.TrimSuffix(s, "_bucket"); !served[name] {
+					t.Errorf("the dashboard queries %s, which the exporter does not serve", s)
+				}
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d series in the dashboard", n)
 	}
 }
