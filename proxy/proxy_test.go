@@ -21,7 +21,7 @@ import (
 
 // proxied starts a proxy in front of up; its records go to the returned
 // func's result.
-func proxied(t *testing.T, up string) (string, func() []metrics.Record) {
+func proxied(t testing.TB, up string) (string, func() []metrics.Record) {
 	t.Helper()
 	u, _ := url.Parse(up + "/v1")
 	var mu sync.Mutex
@@ -43,7 +43,7 @@ func proxied(t *testing.T, up string) (string, func() []metrics.Record) {
 	}
 }
 
-func chat(t *testing.T, base string, header http.Header) (status int, body string) {
+func chat(t testing.TB, base string, header http.Header) (status int, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
 		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":24,"messages":[{"role":"user","content":"hi"}]}`))
