@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -30,6 +31,7 @@ import (
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // Config is a proxy's upstream and what it does with its measurements.
@@ -87,6 +89,10 @@ func New(cfg Config) (*Proxy, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.DisableCompression = true
 		t.MaxIdleConnsPerHost = 1024
+		// Connections that keep the kernel's receive stamps: a chunk's
+		// instant is when it reached this machine, not when the proxy's
+		// goroutine got to reading it.
+		t.DialContext = wire.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 		rt = t
 	}
 	return &Proxy{cfg: cfg, rt: rt, start: time.Now()}, nil
@@ -254,7 +260,11 @@ func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time
 func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request) metrics.Record {
 	resp := &api.Response{}
 	var wrote time.Time
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote = time.Now() }}
+	var conn net.Conn
+	trace := &httptrace.ClientTrace{
+		GotConn:      func(ci httptrace.GotConnInfo) { conn = ci.Conn },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+	}
 	out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
 	sent := time.Now()
 	up, err := p.rt.RoundTrip(out)
@@ -289,8 +299,13 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		a.Decode(pipe, resp)
 		io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
 	}()
+	send := pipe.send
+	if clock := wire.ArrivalClock(conn, resp.Start); clock != nil {
+		resp.KernelStamps = true
+		send = func(b []byte, _ time.Time) { pipe.send(b, clock()) }
+	}
 	client := &clientSide{}
-	client.maxWrite, client.err = flushCopy(w, up.Body, pipe.send)
+	client.maxWrite, client.err = flushCopy(w, up.Body, send)
 	done := time.Now()
 	pipe.close()
 	<-decoded
