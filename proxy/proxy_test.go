@@ -62,9 +62,9 @@ func chat(t testing.TB, base string, header http.Header) (status int, body strin
 
 // TestProxyMeasuresAgainstTheServersInstants: 20 concurrent streams
 // through the proxy; each record's upstream TTFT matches the fake
-// server's own first flush against the instant the proxy sent the
-// request, the tokens are the script's, and the client gets the stream
-// and the headers unchanged.
+// server's own first flush (within ttftTolMs: one process holds server,
+// proxy and clients), the tokens are the script's, and the client gets
+// the stream and the headers unchanged.
 func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 	up := fakellm.New(fakellm.Script{TTFT: 30 * time.Millisecond, Gap: 5 * time.Millisecond, Tokens: 24, Usage: true})
 	defer up.Close()
@@ -109,8 +109,8 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 			t.Errorf("proxy block %+v", r.Proxy)
 		}
 	}
-	if worst > 1 {
-		t.Errorf("upstream TTFT off the server's first flush by up to %.3f ms, want ≤ 1", worst)
+	if worst > ttftTolMs {
+		t.Errorf("upstream TTFT off the server's first flush by up to %.3f ms, want ≤ %d", worst, ttftTolMs)
 	}
 	for _, b := range bodies {
 		if !strings.Contains(b, `"completion_tokens":24`) || !strings.HasSuffix(strings.TrimSpace(b), "data: [DONE]") {
