@@ -23,7 +23,9 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +66,7 @@ type Proxy struct {
 	start time.Time
 	// InFlight counts the measured requests being streamed now.
 	InFlight atomic.Int64
+	handlers sync.WaitGroup
 }
 
 // New returns the proxy of cfg.
@@ -170,6 +173,8 @@ func (q *request) maxTokens() int { return max(q.MaxTokens, q.NPredict, q.Option
 // ServeHTTP forwards one request and, for a streamed completion, measures
 // it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.handlers.Add(1)
+	defer p.handlers.Done()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
 	if err != nil {
 		status := http.StatusBadRequest
@@ -199,17 +204,33 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// target is the upstream URL for a request's path and query.
+// target is the upstream URL for a request's path and query: Upstream's
+// path, then the request's less the segments Upstream's path already
+// ends with (a base of /openai/v1 and a request for /v1/chat/completions
+// give /openai/v1/chat/completions); Upstream's query, then the request's.
 func (p *Proxy) target(u *url.URL) string {
 	up := *p.cfg.Upstream
-	base := strings.TrimRight(up.Path, "/")
-	path := u.Path
-	// A base of /v1 and a request for /v1/chat/completions: /v1 once.
-	if base != "" && !strings.HasPrefix(path, base+"/") && path != base {
-		path = base + path
+	base := strings.Split(strings.Trim(up.EscapedPath(), "/"), "/")
+	req := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
+	if len(base) == 1 && base[0] == "" {
+		base = nil
 	}
-	up.Path, up.RawPath, up.RawQuery = path, "", u.RawQuery
-	return up.String()
+	overlap := 0
+	for k := min(len(base), len(req)); k > 0; k-- {
+		if slices.Equal(base[len(base)-k:], req[:k]) {
+			overlap = k
+			break
+		}
+	}
+	path := "/" + strings.Join(append(base, req[overlap:]...), "/")
+	q := up.RawQuery
+	if u.RawQuery != "" {
+		if q != "" {
+			q += "&"
+		}
+		q += u.RawQuery
+	}
+	return up.Scheme + "://" + up.Host + path + map[bool]string{true: "?" + q, false: ""}[q != ""]
 }
 
 // pass forwards a request the proxy does not measure.
@@ -222,33 +243,34 @@ func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
-	flushCopy(w, resp.Body, nil)
+	_, _, _ = flushCopy(w, resp.Body, nil) // unmeasured: what the client got is what came
 }
 
 // flushCopy copies src to w, flushing after every read; each is given
-// the bytes and the instant they were read, and returns how long the
-// write blocked (nil: not told).
-func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time.Time)) (maxWrite time.Duration, clientErr error) {
+// the bytes and the instant they were read (nil: not told). It returns
+// how long one write to the client blocked at most, the client's error
+// and the read's (io.EOF at a clean end).
+func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time.Time)) (maxWrite time.Duration, clientErr, srcErr error) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			at := time.Now()
 			if each != nil {
-				each(buf[:n], at)
+				each(buf[:n], time.Now())
 			}
 			if clientErr == nil {
+				t := time.Now()
 				if _, werr := w.Write(buf[:n]); werr != nil {
 					clientErr = werr
 				} else if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
 					clientErr = ferr
 				}
-				maxWrite = max(maxWrite, time.Since(at))
+				maxWrite = max(maxWrite, time.Since(t))
 			}
 		}
 		if err != nil {
-			return maxWrite, clientErr
+			return maxWrite, clientErr, err
 		}
 	}
 }
@@ -259,20 +281,32 @@ func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time
 // written to it.
 func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request) metrics.Record {
 	resp := &api.Response{}
-	var wrote time.Time
-	var conn net.Conn
+	var (
+		mu    sync.Mutex // the trace's callbacks run on the transport's goroutines
+		wrote time.Time
+		conn  net.Conn
+	)
 	trace := &httptrace.ClientTrace{
-		GotConn:      func(ci httptrace.GotConnInfo) { conn = ci.Conn },
-		WroteRequest: func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+		GotConn:      func(ci httptrace.GotConnInfo) { mu.Lock(); conn = ci.Conn; mu.Unlock() },
+		WroteRequest: func(httptrace.WroteRequestInfo) { mu.Lock(); wrote = time.Now(); mu.Unlock() },
 	}
-	out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+	// The stream must reach the decoder as the protocol's plain events:
+	// the client's Accept-Encoding (gzip from some SDKs) stays here.
+	out.Header.Set("Accept-Encoding", "identity")
+	ctx := out.Context() // the client's: it ends when the client goes
+	out = out.WithContext(httptrace.WithClientTrace(ctx, trace))
 	sent := time.Now()
 	up, err := p.rt.RoundTrip(out)
+	mu.Lock()
 	resp.Start = cmpTime(wrote, sent)
-	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start, OutputTokensRequested: req.maxTokens()}
+	upConn := conn
+	mu.Unlock()
+	// max_tokens is a cap in live traffic, not a length asked for: no
+	// shortfall is counted against it.
+	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start}
 	if err != nil {
 		resp.Done = time.Now()
-		resp.ErrorClass, resp.Error = api.ClassifyTransport(out.Context(), err), "upstream: "+err.Error()
+		resp.ErrorClass, resp.Error = api.ClassifyTransport(ctx, err), "upstream: "+err.Error()
 		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
 		return p.record(resp, req, a, info, nil)
 	}
@@ -282,7 +316,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 	w.WriteHeader(up.StatusCode)
 	if up.StatusCode/100 != 2 {
 		var msg bytes.Buffer
-		_, cerr := flushCopy(w, up.Body, func(b []byte, _ time.Time) {
+		_, cerr, _ := flushCopy(w, up.Body, func(b []byte, _ time.Time) {
 			if msg.Len() < 4096 {
 				msg.Write(b[:min(len(b), 4096-msg.Len())])
 			}
@@ -300,20 +334,36 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
 	}()
 	send := pipe.send
-	if clock := wire.ArrivalClock(conn, resp.Start); clock != nil {
+	// Kernel stamps say when a connection's data arrived: one stream's
+	// only over HTTP/1.1 (HTTP/2 streams share the connection).
+	if clock := wire.ArrivalClock(upConn, resp.Start); clock != nil && up.ProtoMajor == 1 {
 		resp.KernelStamps = true
 		send = func(b []byte, _ time.Time) { pipe.send(b, clock()) }
 	}
 	client := &clientSide{}
-	client.maxWrite, client.err = flushCopy(w, up.Body, send)
+	var srcErr error
+	client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send)
 	done := time.Now()
 	pipe.close()
 	<-decoded
 	if resp.Done.IsZero() {
 		resp.Done = done
 	}
+	switch enc := up.Header.Get("Content-Encoding"); {
+	case ctx.Err() != nil:
+		// The client left (a stop button): its request, not the server's failure.
+		resp.ErrorClass, resp.Error = ClassClientClosed, fmt.Sprintf("the client closed the connection after %d chunks", len(resp.Chunks))
+	case srcErr != nil && !errors.Is(srcErr, io.EOF):
+		resp.ErrorClass, resp.Error = api.ClassifyTransport(ctx, srcErr), "upstream: "+srcErr.Error()
+	case enc != "" && !strings.EqualFold(enc, "identity"):
+		resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
+	}
 	return p.record(resp, req, a, info, client)
 }
+
+// ClassClientClosed is a proxied request whose client closed its
+// connection before the answer ended.
+const ClassClientClosed api.Class = "client_closed"
 
 // clientSide is what the client got: the longest a write to it blocked,
 // and how the connection to it failed.

@@ -170,3 +170,59 @@ func TestProxyPassesThrough(t *testing.T) {
 		t.Fatalf("%d events reached the client", events)
 	}
 }
+
+func TestTarget(t *testing.T) {
+	for _, c := range []struct{ up, req, want string }{
+		{"http://h:8000/v1", "/v1/chat/completions", "http://h:8000/v1/chat/completions"},
+		{"http://h:8000", "/v1/models", "http://h:8000/v1/models"},
+		{"http://h/openai/v1", "/v1/chat/completions", "http://h/openai/v1/chat/completions"},
+		{"http://h/openai/v1", "/chat/completions", "http://h/openai/v1/chat/completions"},
+		{"http://h/v1?api-version=2024", "/v1/chat/completions?x=1", "http://h/v1/chat/completions?api-version=2024&x=1"},
+		{"http://h/v1", "/api/chat", "http://h/v1/api/chat"},
+		{"http://h", "/a%2Fb", "http://h/a%2Fb"},
+	} {
+		up, _ := url.Parse(c.up)
+		req, _ := url.Parse(c.req)
+		p := &Proxy{cfg: Config{Upstream: up}}
+		if got := p.target(req); got != c.want {
+			t.Errorf("%s + %s = %s, want %s", c.up, c.req, got, c.want)
+		}
+	}
+}
+
+// TestProxyClientGoesAway: a client that stops reading and closes after
+// the first chunks is recorded as the client's doing, not the server's;
+// a client asking for gzip still gets a measured plain stream.
+func TestProxyClientGoesAway(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 50, Usage: true})
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for range 3 {
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp.Body.Close() // the stop button
+	deadline := time.Now().Add(5 * time.Second)
+	for len(records()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	recs := records()
+	if len(recs) != 1 || recs[0].OK || recs[0].ErrorClass != string(ClassClientClosed) {
+		t.Fatalf("records %+v, want one client_closed", recs)
+	}
+	h := http.Header{"Accept-Encoding": {"gzip, deflate"}}
+	if st, body := chat(t, base, h); st != 200 || !strings.Contains(body, "data: [DONE]") {
+		t.Fatalf("gzip-asking client: %d %q", st, body)
+	}
+	if recs := records(); len(recs) != 2 || !recs[1].OK || recs[1].OutputTokens != 50 {
+		t.Fatalf("the gzip-asking client's request was not measured: %+v", recs[len(recs)-1])
+	}
+}

@@ -19,7 +19,9 @@ import (
 // Recorder keeps what a proxy measured: each record appended to the run
 // directory's requests.jsonl as its request ends, Prometheus histograms
 // when asked, and the summary of all of them — one live level, in
-// windows — folded as they come (bounded memory, however long it runs).
+// windows — folded as they come (metrics.Accumulator: past its exact
+// limits memory grows only by the windows and 100 ms bins of the steady
+// rate, a few MB a day).
 type Recorder struct {
 	mu       sync.Mutex
 	w        *results.Writer
@@ -76,7 +78,7 @@ type Options struct {
 	Out         *results.Writer // nil: no run directory
 	MetricsAddr string          // "": no Prometheus endpoint
 	Every       time.Duration   // window length of the summary (0: a minute)
-	Grace       time.Duration   // how long streams in flight may finish at shutdown
+	Grace       time.Duration   // how long streams in flight may finish at shutdown (0: none)
 	Version     string
 	// Ready, when set, is told the proxy's URL and the metrics URL ("" without).
 	Ready func(proxyURL, metricsURL string)
@@ -130,11 +132,14 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 			return metrics.Summary{}, err
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmpDur(o.Grace, 30*time.Second))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close() // the grace is over: streams still open are cut, and recorded so
+		srv.Close() // the grace is over: streams still open are cut
 	}
+	// Every handler records before the summary: a cut stream's record
+	// says it was cut (its client's context ended with the server).
+	p.handlers.Wait()
 	return rec.Close(target, time.Since(p.start).Seconds())
 }
 
