@@ -242,7 +242,7 @@ func (o *options) loadShape() error {
 		return inputErrorf("--think-time: must not be negative")
 	case o.RampUp < 0:
 		return inputErrorf("--ramp-up: must not be negative")
-	case o.SummaryEvery < 0 || o.given("summary-every") && o.SummaryEvery < time.Second:
+	case o.SummaryEvery < 0 || o.SummaryEvery > 0 && o.SummaryEvery < time.Second:
 		return inputErrorf("--summary-every: want 1s or more, got %s", o.SummaryEvery)
 	}
 	if o.Shard != "" {

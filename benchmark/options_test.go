@@ -3,6 +3,7 @@ package benchmark
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -46,6 +47,7 @@ func TestOptionsPlanNamesTheFlag(t *testing.T) {
 		{"sweep and rate", func(o *Options) { o.Sweep, o.Rate = "auto", "1" }, nil, "--sweep: auto sweeps concurrency"},
 		{"lockstep and ramp", func(o *Options) { o.Lockstep, o.RampUp = true, 1e9 }, nil, "--lockstep:"},
 		{"start-at", func(o *Options) { o.StartAt = "tomorrow" }, nil, "--start-at: want an RFC 3339"},
+		{"tiny windows", func(o *Options) { o.SummaryEvery = time.Millisecond }, nil, "--summary-every: want 1s or more"},
 		{"local without a server", func(o *Options) { o.Hardware = "local" }, nil, "--hardware local: judges a server"},
 		{"gguf without hardware", func(o *Options) { o.URL, o.GGUF = "http://127.0.0.1:1/v1", "m.gguf" }, nil, "--gguf: gives the model"},
 	} {

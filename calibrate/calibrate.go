@@ -111,8 +111,11 @@ func FromRun(ctx context.Context, dir string, s metrics.Summary, meta map[string
 		MaxBatch: o.MaxBatch, MaxBatchedTokens: o.MaxBatchedTokens,
 		Cost: sim.Calibrated{
 			WeightBytes: ph.WeightBytes, KVBytesPerToken: ph.KVBytesPerToken,
-			KVCapacity: max(ph.KVCapacityTokens, 1<<16), BandwidthBytesPerSec: ph.BandwidthBytesPerSec,
+			KVCapacity: ph.KVCapacityTokens, BandwidthBytesPerSec: ph.BandwidthBytesPerSec,
 		},
+	}
+	if f.Cost.KVCapacity <= 0 {
+		f.Cost.KVCapacity = 1 << 20 // the physics had no capacity (no memory size): not a limit
 	}
 	if f.MaxBatch == 0 {
 		f.MaxBatch, _ = strconv.Atoi(meta["server_slots"])
@@ -206,8 +209,12 @@ func (f *File) Engine() sim.EngineConfig {
 // simulate runs p's load in virtual time on cost: its decode TPS p50 and
 // TTFT p50.
 func (f *File) simulate(ctx context.Context, cost sim.Calibrated, p Point) (tps, ttftMs float64, err error) {
+	// A long level's every request is no better a fit than a few rounds
+	// of its users, and a soak's would take hours over the fit's
+	// hundreds of simulations.
+	n := min(p.Requests, max(8*p.Concurrency, 64))
 	levels, err := sim.Curve(ctx, f.Engine(), cost, sim.CurveConfig{
-		Users: []int{p.Concurrency}, Requests: p.Requests, PromptTokens: max(p.InputTokens, 1), MaxTokens: max(p.OutputTokens, 2),
+		Users: []int{p.Concurrency}, Requests: n, PromptTokens: max(p.InputTokens, 1), MaxTokens: max(p.OutputTokens, 2),
 	})
 	if err != nil {
 		return 0, 0, err

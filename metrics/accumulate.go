@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -79,6 +80,10 @@ func (a *Accumulator) Every(d time.Duration, emit func(Window)) {
 	a.win = NewAccumulator(a.load, nil)
 }
 
+// maxEmptyWindows is the most windows one record closes; past them the
+// accumulator skips to the record's window.
+const maxEmptyWindows = 1000
+
 // Window is one period of a long level (bench --summary-every): the
 // requests that ended in it, summarized exactly as a level is.
 type Window struct {
@@ -117,7 +122,15 @@ func (a *Accumulator) closeWindow(endMs float64) {
 // Add folds in one record.
 func (a *Accumulator) Add(r *Record) {
 	if a.win != nil {
-		for end := r.OffsetMs + r.DoneMs; end >= a.winFrom+a.every; {
+		end := r.OffsetMs + r.DoneMs
+		for n := 0; end > a.winFrom+a.every; n++ { // (a request ending on a boundary is the earlier window's)
+			if n == maxEmptyWindows {
+				// A request ending far past the open window (a silent
+				// server, a stalled stream): skip to its window rather
+				// than close one empty window per period.
+				a.winFrom += (math.Ceil((end-a.winFrom)/a.every) - 1) * a.every
+				break
+			}
 			a.closeWindow(a.winFrom + a.every)
 		}
 		a.win.Add(r)
@@ -262,7 +275,9 @@ func (a *Accumulator) Level(durationS float64) Level {
 	lv.Precision = a.precision()
 	if a.win != nil {
 		if a.win.lv.Requests.Sent > 0 {
-			a.closeWindow(max(durationS*1000, a.winFrom))
+			// The last window ends with the level, or with its last
+			// request when that ended later: never before it starts.
+			a.closeWindow(max(durationS*1000, a.win.end))
 		}
 		lv.Windows = a.windows
 	}
@@ -324,7 +339,12 @@ func (a *Accumulator) precision() *Precision {
 		{"itl_ms", &a.itl}, {"e2e_ms", &a.e2e}, {"e2e_tps", &a.e2etps}, {"chunk_gap_ms", &a.gaps},
 		{"queue_ms", &a.queue}, {"ttft_from_schedule_ms", &a.ttftS}, {"e2e_from_schedule_ms", &a.e2eS},
 		{"server_decode_tps", &a.server}, {"chain_ms", &a.chains.done},
-		{"server_prefill_ms", &a.srv.prefill}, {"connections.write_ms", &a.conn.write},
+		{"server_prefill_ms", &a.srv.prefill}, {"server_ttft_ms", &a.srv.ttft}, {"server_aligned_tps", &a.srv.aligned},
+		{"client_minus_server.ttft_ms and server_queue_ms", &a.srv.gapTTFT},
+		{"client_minus_server.decode_tps", &a.srv.gapTPS}, {"client_minus_server.e2e_ms", &a.srv.gapE2E},
+		{"connections.conn_wait_ms", &a.conn.wait}, {"connections.write_ms", &a.conn.write},
+		{"connections.first_byte_ms", &a.conn.first}, {"connections.setup_ms", &a.conn.setup},
+		{"connections.connect_ms", &a.conn.connect}, {"connections.tls_ms", &a.conn.tlsHS},
 	} {
 		if s.s.Sketched() {
 			names = append(names, s.name)
@@ -333,11 +353,15 @@ func (a *Accumulator) precision() *Precision {
 	if len(names) == 0 && !a.steady.spilled {
 		return nil
 	}
-	note := fmt.Sprintf("a long level: percentiles of %s are within %.1f%% of the exact ones (a DDSketch past %d requests or %d tokens); counts, rates, means and extremes are exact",
-		strings.Join(names, ", "), 100*SketchAccuracy, requestLimit, tokenLimit)
-	if a.steady.spilled {
-		note += fmt.Sprintf("; steady output tok/s counts the tokens after the last send in %d ms bins", steadyBinMs)
+	var parts []string
+	if len(names) > 0 {
+		parts = append(parts, fmt.Sprintf("percentiles of %s are within %.1f%% of the exact ones (a DDSketch past %d requests or %d tokens; server_queue_ms within that share of the TTFT gap it is taken from); counts, rates, means and extremes are exact",
+			strings.Join(names, ", "), 100*SketchAccuracy, requestLimit, tokenLimit))
 	}
+	if a.steady.spilled {
+		parts = append(parts, fmt.Sprintf("steady output tok/s counts the tokens after the last send in %d ms bins", steadyBinMs))
+	}
+	note := "a long level: " + strings.Join(parts, "; ")
 	return &Precision{RelativeAccuracy: SketchAccuracy, Sketched: names, Note: note}
 }
 

@@ -207,7 +207,7 @@ func TestAccumulatorWindows(t *testing.T) {
 		// Exactly the requests that ended inside it.
 		n, tok := 0, 0
 		for _, r := range recs {
-			if end := (r.OffsetMs + r.DoneMs) / 1000; end >= w.StartS && (end < w.EndS || i == len(lv.Windows)-1) {
+			if end := (r.OffsetMs + r.DoneMs) / 1000; (end > w.StartS || i == 0) && (end <= w.EndS || i == len(lv.Windows)-1) {
 				n++
 				tok += r.OutputTokens
 			}
@@ -223,5 +223,36 @@ func TestAccumulatorWindows(t *testing.T) {
 	}
 	if last := lv.Windows[len(lv.Windows)-1]; last.EndS != lv.DurationS {
 		t.Fatalf("the last window ends at %g s, the level at %g", last.EndS, lv.DurationS)
+	}
+}
+
+// TestWindowEdges: a request ending on a window's boundary is the earlier
+// window's, so the last window never has no length; a request ending far
+// past the open window skips to its own rather than closing one empty
+// window per period.
+func TestWindowEdges(t *testing.T) {
+	load := Load{Mode: ModeConcurrency, Concurrency: 1}
+	rec := func(end float64) Record {
+		return Record{OK: true, TTFTMs: 1, E2EMs: end - 1, DoneMs: end, OutputTokens: 2, ChunkMs: []float64{1, end - 1}, ChunkTokens: []int{1, 1}}
+	}
+	a := NewAccumulator(load, nil)
+	a.Every(time.Second, nil)
+	for _, end := range []float64{500, 1000} {
+		r := rec(end)
+		a.Add(&r)
+	}
+	lv := a.Level(1)
+	if len(lv.Windows) != 1 || lv.Windows[0].Requests.Sent != 2 || lv.Windows[0].EndS != 1 {
+		t.Fatalf("windows %+v", lv.Windows)
+	}
+	a = NewAccumulator(load, nil)
+	a.Every(time.Millisecond, nil)
+	for _, end := range []float64{0.5, 1e7} { // the second ends 10^10 windows later
+		r := rec(end)
+		a.Add(&r)
+	}
+	lv = a.Level(0)
+	if n := len(lv.Windows); n > maxEmptyWindows+2 || lv.Windows[n-1].Requests.Sent != 1 || lv.Windows[n-1].EndS-lv.Windows[n-1].StartS <= 0 {
+		t.Fatalf("%d windows, last %+v", n, lv.Windows[n-1])
 	}
 }
