@@ -159,16 +159,9 @@ func adapter(r *http.Request, body []byte) (api.Adapter, *request) {
 
 // request is what the proxy reads of a completion request.
 type request struct {
-	Model     string `json:"model"`
-	Stream    *bool  `json:"stream"`
-	MaxTokens int    `json:"max_tokens"`
-	NPredict  int    `json:"n_predict"`
-	Options   struct {
-		NumPredict int `json:"num_predict"`
-	} `json:"options"`
+	Model  string `json:"model"`
+	Stream *bool  `json:"stream"`
 }
-
-func (q *request) maxTokens() int { return max(q.MaxTokens, q.NPredict, q.Options.NumPredict) }
 
 // ServeHTTP forwards one request and, for a streamed completion, measures
 // it.
@@ -353,7 +346,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 	case ctx.Err() != nil:
 		// The client left (a stop button): its request, not the server's failure.
 		resp.ErrorClass, resp.Error = ClassClientClosed, fmt.Sprintf("the client closed the connection after %d chunks", len(resp.Chunks))
-	case srcErr != nil && !errors.Is(srcErr, io.EOF):
+	case !errors.Is(srcErr, io.EOF):
 		resp.ErrorClass, resp.Error = api.ClassifyTransport(ctx, srcErr), "upstream: "+srcErr.Error()
 	case enc != "" && !strings.EqualFold(enc, "identity"):
 		resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
