@@ -206,6 +206,17 @@ func (f *File) Engine() sim.EngineConfig {
 	return e
 }
 
+// SimConfig is the simulator of the calibrated deployment: the fitted
+// cost model, the engine's limits, the measured server's model name.
+func (f *File) SimConfig() sim.Config {
+	cfg := sim.DefaultConfig()
+	cfg.Cost, cfg.Engine = f.Cost, f.Engine()
+	if f.Target.Model != "" {
+		cfg.ServedModel = f.Target.Model
+	}
+	return cfg
+}
+
 // simulate runs p's load in virtual time on cost: its decode TPS p50 and
 // TTFT p50.
 func (f *File) simulate(ctx context.Context, cost sim.Calibrated, p Point) (tps, ttftMs float64, err error) {

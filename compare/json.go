@@ -1,7 +1,10 @@
 package compare
 
 import (
+	"fmt"
+	"io"
 	"math"
+	"strings"
 
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -161,4 +164,45 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 		outs = append(outs, o)
 	}
 	return outs, rep, nothing
+}
+
+// Failed are the gate's failures over every comparison, "B: reason" each.
+func Failed(outs []Outcome) []string {
+	var failed []string
+	for _, o := range outs {
+		for _, t := range o.Trips {
+			if t.Fails {
+				failed = append(failed, fmt.Sprintf("%s: %s", o.B.Dir, t.Reason))
+			}
+		}
+	}
+	return failed
+}
+
+// WriteText writes every comparison as text, then, with a gate
+// (failIf), each condition's verdict; it returns the gate's failures.
+func WriteText(w io.Writer, outs []Outcome, failIf string) ([]string, error) {
+	for i, o := range outs {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w, "\n"+strings.Repeat("=", 60)); err != nil {
+				return nil, err
+			}
+		}
+		if err := o.Diff.WriteText(w); err != nil {
+			return nil, err
+		}
+		if failIf != "" {
+			fmt.Fprintln(w, "\ngate --fail-if "+failIf)
+		}
+		for _, t := range o.Trips {
+			mark := "ok  "
+			if t.Fails {
+				mark = "FAIL"
+			}
+			if _, err := fmt.Fprintf(w, "  %s %s\n", mark, t.Reason); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return Failed(outs), nil
 }

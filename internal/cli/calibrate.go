@@ -3,13 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/calibrate"
+	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
 )
 
@@ -70,8 +70,7 @@ simulate --calibration and serve --calibration.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(f)
 			}
-			writeCalibration(env, f, out)
-			return nil
+			return report.CalibrationText(env.Stdout, f, out)
 		},
 	}
 	fl := cmd.Flags()
@@ -80,24 +79,4 @@ simulate --calibration and serve --calibration.`,
 	fl.IntVar(&maxBatched, "max-batched-tokens", 0, "the server's tokens per step (default: the simulator's 8192)")
 	fl.StringVar(&format, "format", "table", "output: table or json")
 	return cmd
-}
-
-// writeCalibration prints the fitted terms and each level's fit.
-func writeCalibration(env Env, f *calibrate.File, out string) {
-	c := f.Cost
-	w := env.Stdout
-	fmt.Fprintf(w, "calibrated %s from %s\n\n", f.Deployment, f.Run)
-	fmt.Fprintf(w, "  memory efficiency (MBU)   %.1f%% of %.1f GB/s, reading %.1f MB a step and %.0f B per token of context\n",
-		100*c.MBU, c.BandwidthBytesPerSec/1e9, c.WeightBytes/1e6, c.KVBytesPerToken)
-	fmt.Fprintf(w, "  prefill (and decode) rate %.0f tokens/s of compute\n", c.PrefillTPS)
-	fmt.Fprintf(w, "  overhead                  %.3f ms a step, %.3f ms a sequence\n", c.StepOverheadMs, c.SeqOverheadMs)
-	if f.MaxBatch > 0 {
-		fmt.Fprintf(w, "  engine                    at most %d sequences at once\n", f.MaxBatch)
-	}
-	fmt.Fprintf(w, "\n  %-6s %6s %6s  %-30s  %-30s\n", "load", "in", "out", "decode TPS p50 (measured → sim)", "TTFT p50 ms (measured → sim)")
-	for _, p := range f.Fit.Levels {
-		fmt.Fprintf(w, "  c=%-4d %6d %6d  %9.2f → %-9.2f (%+5.1f%%)  %9.1f → %-9.1f (%+5.1f%%)\n", p.Concurrency, p.InputTokens, p.OutputTokens,
-			p.DecodeTPS.Measured, p.DecodeTPS.Simulated, p.DecodeTPS.ErrorPct, p.TTFTMs.Measured, p.TTFTMs.Simulated, p.TTFTMs.ErrorPct)
-	}
-	fmt.Fprintf(w, "\n  rms error %.1f%%; %s\nwrote %s (simulate --calibration, serve --calibration)\n", 100*f.Fit.RMSError, f.Fit.Note, out)
 }

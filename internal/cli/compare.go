@@ -89,34 +89,19 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 		opt.MinChange = 1e-12
 	}
 	outs, rep, nothing := compare.All(runs[0], runs[1:], opt, conds, f.failIf)
-	var failed []string
-	for i, o := range outs {
-		if i > 0 && text {
-			fmt.Fprintln(env.Stdout, "\n"+strings.Repeat("=", 60))
-		}
-		if text {
-			if err := o.Diff.WriteText(env.Stdout); err != nil {
-				return err
-			}
-		}
+	for _, o := range outs {
 		for _, m := range o.Diff.Mismatches {
 			fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, o.B.Dir, m)
 		}
-		if len(conds) > 0 && text {
-			fmt.Fprintln(env.Stdout, "\ngate --fail-if "+f.failIf)
-		}
-		for _, t := range o.Trips {
-			mark := "ok  "
-			if t.Fails {
-				mark = "FAIL"
-				failed = append(failed, fmt.Sprintf("%s: %s", o.B.Dir, t.Reason))
-			}
-			if text {
-				fmt.Fprintf(env.Stdout, "  %s %s\n", mark, t.Reason)
-			}
-		}
 	}
-	if !text {
+	var failed []string
+	if text {
+		var err error
+		if failed, err = compare.WriteText(env.Stdout, outs, f.failIf); err != nil {
+			return err
+		}
+	} else {
+		failed = compare.Failed(outs)
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

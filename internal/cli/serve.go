@@ -73,11 +73,7 @@ func (f *simFlags) calibrated(set func(string) bool) (sim.Config, error) {
 		return sim.Config{}, usagef("--calibration: %v", err)
 	}
 	f.cal = cal
-	cfg := sim.DefaultConfig()
-	cfg.Cost, cfg.Engine = cal.Cost, cal.Engine()
-	if cal.Target.Model != "" {
-		cfg.ServedModel = cal.Target.Model
-	}
+	cfg := cal.SimConfig()
 	if set("max-batch") {
 		cfg.Engine.MaxNumSeqs = f.maxBatch
 	}
