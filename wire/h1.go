@@ -531,6 +531,11 @@ func (t *Transport) put(c *h1conn) {
 // data it returns, or an end, condemns the connection. known is false
 // where it cannot look (Windows, a connection without a descriptor).
 func (c *h1conn) idleUsable() (usable, known bool) {
+	if c.br.Buffered() > 0 {
+		// Bytes past the last answer were read in with it: a stray
+		// answer that came before the client had read its own.
+		return false, true
+	}
 	nc := c.conn
 	if c.tls != nil {
 		nc = c.conn.(*tls.Conn).NetConn()

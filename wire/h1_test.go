@@ -463,13 +463,14 @@ func TestTransportResendsOnClosedKeptConnection(t *testing.T) {
 // its answer ended (a server out of step) are no answer to the next
 // request, which goes on a new connection.
 func TestTransportIdleUnsolicited(t *testing.T) {
-	sent := make(chan struct{})
-	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) { strayAnswer(n, c, br, sent) })
+	idle, sent := make(chan struct{}), make(chan struct{})
+	srv := newRawServer(t, func(n int, c net.Conn, br *bufio.Reader) { strayAnswer(n, c, br, idle, sent) })
 	client := &http.Client{Transport: NewTransport()}
 	if _, body := get(t, client, srv.url("/")); body != "ok" {
 		t.Fatalf("first body %q", body)
 	}
-	<-sent // the stray answer is on its way (loopback: in the client's socket)
+	close(idle) // the answer is read whole: the connection waits idle
+	<-sent      // the stray answer is on its way (loopback: in the client's socket)
 	if _, body := get(t, client, srv.url("/")); body != "fresh" {
 		t.Errorf("second body %q, want %q: a stray answer was taken for it", body, "fresh")
 	}
@@ -664,14 +665,14 @@ func TestTransportBoundsTheHead(t *testing.T) {
 // strayAnswer serves a connection's requests, the first connection's first
 // one with an answer followed, 30 ms later, by a second nobody asked for
 // ("stale"); every other request gets "fresh".
-func strayAnswer(n int, w io.Writer, br *bufio.Reader, sent chan<- struct{}) {
+func strayAnswer(n int, w io.Writer, br *bufio.Reader, idle <-chan struct{}, sent chan<- struct{}) {
 	for i := 0; ; i++ {
 		if _, _, err := readReq(br); err != nil {
 			return
 		}
 		if n == 1 && i == 0 {
 			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			time.Sleep(30 * time.Millisecond) // the client has taken its answer
+			<-idle // the client has taken its answer: the stray one reaches an idle connection
 			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
 			close(sent)
 			continue

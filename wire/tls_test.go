@@ -305,10 +305,10 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 	cert := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate
 	cert.Close()
 	cfg := &tls.Config{Certificates: cert.TLS.Certificates, NextProtos: []string{"http/1.1"}}
-	sent := make(chan struct{})
+	idle, sent := make(chan struct{}), make(chan struct{})
 	srv := newRawServer(t, func(n int, c net.Conn, _ *bufio.Reader) {
 		tc := tls.Server(c, cfg)
-		strayAnswer(n, tc, bufio.NewReader(tc), sent)
+		strayAnswer(n, tc, bufio.NewReader(tc), idle, sent)
 	})
 	tr := trusting(cert, nil)
 	defer tr.CloseIdleConnections()
@@ -317,7 +317,8 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 	if _, body := get(t, client, u); body != "ok" {
 		t.Fatalf("first body %q", body)
 	}
-	<-sent // the stray answer is on its way (loopback: in the client's socket)
+	close(idle) // the answer is read whole: the connection waits idle
+	<-sent      // the stray answer is on its way (loopback: in the client's socket)
 	if _, body := get(t, client, u); body != "fresh" {
 		t.Errorf("second body %q, want %q: a stray answer was taken for it", body, "fresh")
 	}
