@@ -52,39 +52,38 @@ func countingServer(t *testing.T, srv *httptest.Server, tlsOn bool) *serverConns
 	return sc
 }
 
-// serverConns are the connections a test server accepted, and the local
-// addresses its test's own transport dialed.
+// serverConns are the connections a test server accepted.
 type serverConns struct {
 	mu      sync.Mutex
 	remotes []string
-	dialed  sync.Map
 }
 
-// Load counts the accepted connections that this test's transport
-// (trusting(srv, s)) dialed: a stray dial of another test's transport to
-// a port this server now reuses does not count, even from a local port
-// an earlier test's transport used.
+// Load counts the accepted connections that this test's transports
+// (trusting) dialed: a stray dial of an earlier test to a port this server
+// now reuses does not count.
 func (s *serverConns) Load() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := int64(0)
 	for _, r := range s.remotes {
-		if _, ours := s.dialed.Load(r); ours {
+		if _, ours := dialedByTests.Load(r); ours {
 			n++
 		}
 	}
 	return n
 }
 
-// trusting is a transport that trusts srv's certificate; with sc, the
-// connections it dials count in sc.Load.
-func trusting(srv *httptest.Server, sc *serverConns) *Transport {
+// dialedByTests holds the local addresses of the connections trusting's
+// transports dialed.
+var dialedByTests sync.Map
+
+func trusting(srv *httptest.Server) *Transport {
 	tr := NewTransport()
 	dial := tr.Fallback.DialContext
 	tr.Fallback.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
-		if err == nil && sc != nil {
-			sc.dialed.Store(c.LocalAddr().String(), true)
+		if err == nil {
+			dialedByTests.Store(c.LocalAddr().String(), true)
 		}
 		return c, err
 	}
@@ -129,7 +128,7 @@ func TestTLSOneConnectionPerUser(t *testing.T) {
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(sseHandler))
 			srv.EnableHTTP2 = h2
 			conns := countingServer(t, srv, true)
-			tr := trusting(srv, conns)
+			tr := trusting(srv)
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr}
 			const users, each = 10, 5
@@ -169,7 +168,7 @@ func TestPreconnect(t *testing.T) {
 		t.Run(fmt.Sprintf("tls=%v", tlsOn), func(t *testing.T) {
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(sseHandler))
 			conns := countingServer(t, srv, tlsOn)
-			tr := trusting(srv, conns)
+			tr := trusting(srv)
 			defer tr.CloseIdleConnections()
 			u, _ := url.Parse(srv.URL + "/v1")
 			n, err := tr.Preconnect(context.Background(), u, 8)
@@ -223,7 +222,7 @@ func TestPreconnect(t *testing.T) {
 func TestTraceOrder(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(sseHandler))
 	countingServer(t, srv, true)
-	tr := trusting(srv, nil)
+	tr := trusting(srv)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	for round := range 2 {
@@ -276,7 +275,7 @@ func TestHTTP2OnRequest(t *testing.T) {
 				srv.Config.Protocols = &p
 			}
 			conns := countingServer(t, srv, tlsOn)
-			tr := trusting(srv, conns)
+			tr := trusting(srv)
 			tr.HTTP2 = true
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr}
@@ -310,7 +309,7 @@ func TestTLSIdleUnsolicited(t *testing.T) {
 		tc := tls.Server(c, cfg)
 		strayAnswer(n, tc, bufio.NewReader(tc), idle, sent)
 	})
-	tr := trusting(cert, nil)
+	tr := trusting(cert)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	u := "https://" + srv.ln.Addr().String() + "/"
@@ -333,7 +332,7 @@ func TestPreconnectHTTP2(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(sseHandler))
 	srv.EnableHTTP2 = true
 	conns := countingServer(t, srv, true)
-	tr := trusting(srv, conns)
+	tr := trusting(srv)
 	tr.HTTP2 = true
 	defer tr.CloseIdleConnections()
 	u, _ := url.Parse(srv.URL + "/v1")
