@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -144,7 +145,7 @@ func (a *Accumulator) Add(r *Record) {
 	a.conn.add(r)
 	if !r.OK {
 		lv.Requests.Failed++
-		cls := cmpOr(r.ErrorClass, "unknown")
+		cls := cmp.Or(r.ErrorClass, "unknown")
 		lv.Requests.Errors[cls]++
 		if _, ok := lv.Requests.ErrorSamples[cls]; !ok && r.Error != "" {
 			if lv.Requests.ErrorSamples == nil {
@@ -215,13 +216,6 @@ func (a *Accumulator) Add(r *Record) {
 	if r.Server != nil && r.Server.DecodeTPS > 0 {
 		a.server.Add(r.Server.DecodeTPS)
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Level is the level's summary; it ends the accumulation (call it once).

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 	if o.MetricsAddr != "" {
 		exporter = live.New(func() float64 { return float64(p.InFlight.Load()) })
 	}
-	rec := NewRecorder(o.Out, cmpDur(o.Every, time.Minute), exporter)
+	rec := NewRecorder(o.Out, cmp.Or(o.Every, time.Minute), exporter)
 	cfg := o.Config
 	cfg.Sink = rec.Add
 	p, err := New(cfg)
@@ -141,11 +142,4 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 	// says it was cut (its client's context ended with the server).
 	p.handlers.Wait()
 	return rec.Close(target, time.Since(p.start).Seconds())
-}
-
-func cmpDur(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
