@@ -56,9 +56,11 @@ type Transport struct {
 	// Transport's own connections come from Fallback.DialContext, so
 	// setting that (or TLSClientConfig, Proxy) configures both.
 	Fallback *http.Transport
-	// HTTP2 sends every request through Fallback speaking HTTP/2 only:
-	// negotiated by ALPN over TLS, with prior knowledge over plain HTTP.
-	// Set it before the first request. Streams of one HTTP/2 connection
+	// HTTP2 sends every request speaking HTTP/2 only: through Fallback,
+	// negotiated by ALPN, over TLS; with prior knowledge over plain HTTP, on
+	// connections Transport opens with Fallback (NewClientConn) and shares,
+	// one per origin while it has streams free. Set it before the first
+	// request. Streams of one HTTP/2 connection
 	// share its reads, so their chunks carry the instants they were read
 	// (Response.ProtoMajor 2), not the kernel's.
 	HTTP2 bool
@@ -68,6 +70,7 @@ type Transport struct {
 	tlsBase *tls.Config // Fallback's TLS configuration as the first dial found it
 	mu      sync.Mutex
 	idle    map[string][]*h1conn // origin (scheme://host:port) → idle connections, most recent last
+	h2      h2cPool
 }
 
 // NewTransport is the transport tokbench bench runs with (and the bench/
@@ -109,11 +112,15 @@ func (t *Transport) CloseIdleConnections() {
 			c.conn.Close()
 		}
 	}
+	t.h2.closeIdle()
 	t.Fallback.CloseIdleConnections()
 }
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.h2c(req) {
+		return t.roundTripH2C(req)
+	}
 	if !t.handles(req) {
 		return t.fallback().RoundTrip(req)
 	}
@@ -403,6 +410,9 @@ func (t *Transport) tlsConfig(host string) *tls.Config {
 // streams to share. Proxied requests are net/http's to connect: it opens
 // none for them. It returns how many it opened, and the first error.
 func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, error) {
+	if t.h2c(&http.Request{Method: http.MethodHead, URL: u, Header: http.Header{}}) {
+		return t.h2cOpen(ctx, u)
+	}
 	if t.HTTP2 {
 		return t.preconnectHTTP2(ctx, u)
 	}
