@@ -30,9 +30,10 @@ type Hooks struct {
 	// Notice is told each line the user should read as the run sets up
 	// ("benchmarking the embedded SIMULATED server…").
 	Notice func(string)
-	// Runner is called with the load runner before the first level: live
-	// metrics and terminal charts chain onto its Sink.
-	Runner func(*load.Runner) error
+	// Runner is called with the load runner and the run's target (its
+	// model and API settled) before the first level: live metrics and
+	// terminal charts chain onto its Sink.
+	Runner func(*load.Runner, metrics.Target) error
 	// Level is called as each run of a level starts; the function it
 	// returns, when the run ends (a progress line).
 	Level func(*load.Runner, load.Level) func()
@@ -250,7 +251,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		}
 	}
 	if r.hooks.Runner != nil {
-		if err := r.hooks.Runner(runner); err != nil {
+		if err := r.hooks.Runner(runner, r.target); err != nil {
 			return nil, err
 		}
 	}

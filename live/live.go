@@ -1,17 +1,21 @@
 // Package live exposes a running benchmark as Prometheus metrics, so a long
 // run can be watched in Grafana while it goes: requests by outcome, output
-// tokens, TTFT, decode-rate and E2E histograms, and requests in flight.
+// tokens, TTFT, TPOT, ITL, decode-rate, E2E and output-token histograms by
+// model, API and status, and requests in flight.
 //
 // An Exporter is safe for concurrent use; it has its own registry and
 // never touches the global one.
 package live
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,70 +25,119 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 )
 
-// Exporter turns finished requests into metrics.
+// Exporter turns finished requests into metrics. Requests and histograms
+// are labelled by model, API and HTTP status: a record's own (tokbench
+// proxy's live traffic) or the exporter's defaults (a bench run's target).
+// At most maxModels model names get series of their own, the rest count
+// as "other", so clients naming models at will cannot grow the registry.
 type Exporter struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
-	tokens   prometheus.Counter
-	ttft     prometheus.Histogram
-	tps      prometheus.Histogram
-	e2e      prometheus.Histogram
+	tokens   *prometheus.CounterVec
+	ttft     *prometheus.HistogramVec
+	tps      *prometheus.HistogramVec
+	tpot     *prometheus.HistogramVec
+	itl      *prometheus.HistogramVec
+	e2e      *prometheus.HistogramVec
+	outTok   *prometheus.HistogramVec
 	level    *prometheus.GaugeVec
 
-	mu   sync.Mutex
-	last metrics.Load
+	mu       sync.Mutex
+	last     metrics.Load
+	model    string // defaults for records without their own
+	api      string
+	models   map[string]bool
+	itlBatch []float64
 }
+
+// maxModels bounds the model label's values.
+const maxModels = 64
+
+// labelNames are the request labels, in this order.
+var labelNames = []string{"model", "api", "status"}
 
 // New returns an exporter; inFlight reports requests in flight right now.
 func New(inFlight func() float64) *Exporter {
-	e := &Exporter{reg: prometheus.NewRegistry()}
+	e := &Exporter{reg: prometheus.NewRegistry(), models: map[string]bool{}}
 	e.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tokbench_requests_total", Help: "Finished requests by outcome: ok, or the error class.",
-	}, []string{"outcome"})
-	e.tokens = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tokbench_requests_total", Help: "Finished requests by outcome (ok, or the error class), model, API and HTTP status.",
+	}, append([]string{"outcome"}, labelNames...))
+	e.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tokbench_output_tokens_total", Help: "Output tokens of completed requests.",
-	})
-	e.ttft = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "tokbench_ttft_seconds", Help: "Time to first token of completed requests.",
-		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
-	})
-	e.tps = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "tokbench_decode_tokens_per_second", Help: "Per-request decode rate after the first token.",
-		Buckets: prometheus.ExponentialBuckets(1, 1.5, 20),
-	})
-	e.e2e = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "tokbench_e2e_seconds", Help: "End-to-end latency to the last token of completed requests.",
-		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
-	})
+	}, labelNames)
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labelNames)
+	}
+	e.ttft = hist("tokbench_ttft_seconds", "Time to first token of completed requests.", prometheus.ExponentialBuckets(0.005, 2, 14))
+	e.tps = hist("tokbench_decode_tokens_per_second", "Per-request decode rate after the first token.", prometheus.ExponentialBuckets(1, 1.5, 20))
+	e.tpot = hist("tokbench_tpot_seconds", "Per-request time per output token after the first (1 / decode rate).", prometheus.ExponentialBuckets(0.0005, 1.5, 24))
+	e.itl = hist("tokbench_itl_seconds", "Inter-token latency, per token (a chunk of k tokens counts k gaps of its gap / k).", prometheus.ExponentialBuckets(0.0005, 1.5, 24))
+	e.e2e = hist("tokbench_e2e_seconds", "End-to-end latency to the last token of completed requests.", prometheus.ExponentialBuckets(0.05, 2, 14))
+	e.outTok = hist("tokbench_output_tokens", "Output tokens per completed request.", prometheus.ExponentialBuckets(1, 2, 16))
 	e.level = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tokbench_level", Help: "1 for the load level running now, labelled by its load.",
 	}, []string{"load"})
-	e.reg.MustRegister(e.requests, e.tokens, e.ttft, e.tps, e.e2e, e.level,
+	e.reg.MustRegister(e.requests, e.tokens, e.ttft, e.tps, e.tpot, e.itl, e.e2e, e.outTok, e.level,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tokbench_in_flight_requests", Help: "Requests sent and not yet finished.",
 		}, inFlight))
 	return e
 }
 
+// Defaults sets the model and API of records that carry none.
+func (e *Exporter) Defaults(model, api string) {
+	e.mu.Lock()
+	e.model, e.api = model, api
+	e.mu.Unlock()
+}
+
+// labels are r's model, API and status label values. e.mu is held.
+func (e *Exporter) labels(r *metrics.Record) prometheus.Labels {
+	model, api := cmp.Or(r.Model, e.model), cmp.Or(r.API, e.api)
+	if !e.models[model] {
+		if len(e.models) < maxModels {
+			e.models[model] = true
+		} else {
+			model = "other"
+		}
+	}
+	status := "none" // no answer came
+	if r.HTTPStatus > 0 {
+		status = strconv.Itoa(r.HTTPStatus)
+	}
+	return prometheus.Labels{"model": model, "api": api, "status": status}
+}
+
 // Observe counts one finished request (and marks its level as running).
 func (e *Exporter) Observe(r metrics.Record) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if r.Load != e.last && r.Load.Mode != "" {
 		e.last = r.Load
 		e.level.Reset()
 		e.level.WithLabelValues(r.Load.String()).Set(1)
 	}
-	e.mu.Unlock()
+	l := e.labels(&r)
+	outcome := prometheus.Labels{"outcome": cmp.Or(r.ErrorClass, "ok")}
+	maps.Copy(outcome, l)
 	if !r.OK {
-		e.requests.WithLabelValues(r.ErrorClass).Inc()
+		e.requests.With(outcome).Inc()
 		return
 	}
-	e.requests.WithLabelValues("ok").Inc()
-	e.tokens.Add(float64(r.OutputTokens))
-	e.ttft.Observe(r.TTFTMs / 1000)
-	e.e2e.Observe(r.E2EMs / 1000)
+	outcome["outcome"] = "ok"
+	e.requests.With(outcome).Inc()
+	e.tokens.With(l).Add(float64(r.OutputTokens))
+	e.outTok.With(l).Observe(float64(r.OutputTokens))
+	e.ttft.With(l).Observe(r.TTFTMs / 1000)
+	e.e2e.With(l).Observe(r.E2EMs / 1000)
 	if v, ok := r.DecodeTPS(); ok {
-		e.tps.Observe(v)
+		e.tps.With(l).Observe(v)
+		e.tpot.With(l).Observe(1 / v)
+	}
+	itl := e.itl.With(l)
+	e.itlBatch = r.AppendITL(e.itlBatch[:0])
+	for _, g := range e.itlBatch {
+		itl.Observe(g / 1000)
 	}
 }
 

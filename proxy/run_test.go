@@ -75,7 +75,7 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := regexp.MustCompile(`tokbench_requests_total\{outcome="ok"\} (\d+)`).FindSubmatch(body)
+	m := regexp.MustCompile(`tokbench_requests_total\{api="openai-chat",model="m",outcome="ok",status="200"\} (\d+)`).FindSubmatch(body)
 	stop()
 	s := <-done
 	lv := s.Levels[0]
@@ -84,6 +84,13 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(string(m[1])); n != lv.Requests.Completed || n < 41 {
 		t.Errorf("Prometheus counted %d, the proxy recorded %d (40 and a warm-up at least)", n, lv.Requests.Completed)
+	}
+	h := regexp.MustCompile(`tokbench_ttft_seconds_count\{api="openai-chat",model="m",status="200"\} (\d+)`).FindSubmatch(body)
+	if h == nil {
+		t.Fatalf("no TTFT histogram in the metrics:\n%s", body)
+	}
+	if n, _ := strconv.Atoi(string(h[1])); n != lv.Requests.Completed {
+		t.Errorf("the TTFT histogram counted %d, the proxy recorded %d", n, lv.Requests.Completed)
 	}
 	if lv.Load.Mode != metrics.ModeLive || len(lv.Windows) == 0 || lv.OutputTokens != 16*lv.Requests.Completed {
 		t.Errorf("live level %+v with %d windows", lv.Load, len(lv.Windows))

@@ -535,7 +535,7 @@ func (h *harness) level(name string, lr levelRun) (Result, load.Result, error) {
 	)
 	hooks := benchmark.Hooks{
 		Source: func(idx int, _ load.Level) load.Source { return sources[idx] },
-		Runner: func(r *load.Runner) error {
+		Runner: func(r *load.Runner, _ metrics.Target) error {
 			r.Sink = func(rec metrics.Record) {
 				mu.Lock()
 				if inLevel {

@@ -103,8 +103,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	hooks := benchmark.Hooks{
 		Out:    w,
 		Notice: func(s string) { fmt.Fprintln(env.Stderr, "tokbench: "+s) },
-		Runner: func(r *load.Runner) error {
-			if err := startLive(ctx, env, f.metricsAddr, r); err != nil {
+		Runner: func(r *load.Runner, t metrics.Target) error {
+			if err := startLive(ctx, env, f.metricsAddr, r, t); err != nil {
 				return err
 			}
 			charts.Attach(r)

@@ -11,11 +11,12 @@ import (
 
 // startLive serves live Prometheus metrics of the run on --metrics-addr;
 // nil when the flag is not set.
-func startLive(ctx context.Context, env Env, addr string, runner *load.Runner) error {
+func startLive(ctx context.Context, env Env, addr string, runner *load.Runner, target metrics.Target) error {
 	if addr == "" {
 		return nil
 	}
 	e := live.New(func() float64 { return float64(runner.Progress.InFlight.Load()) })
+	e.Defaults(target.Model, target.API)
 	url, err := e.Serve(ctx, addr)
 	if err != nil {
 		return usagef("--metrics-addr: %v", err)
