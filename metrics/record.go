@@ -89,15 +89,24 @@ type Record struct {
 	Proxy *ProxyTiming `json:"proxy,omitempty"`
 }
 
-// ProxyTiming is what a proxied request's client got: the longest one
-// write to it blocked (each chunk is written the moment it arrives, so
-// this is the most the proxy delayed one), whether that was long enough
-// to call the client slow (its reads then held back the upstream's), and
-// how the connection to it failed.
+// ProxyTiming is what a proxied request's client got. ClientTTFTMs and
+// ClientE2EMs run from the request's arrival at the proxy to the end of
+// the write that gave the client its first and last token;
+// ClientDecodeTPS is DecodeTPS over the same writes (the record's TTFT
+// and decode rate are the upstream's). MaxHeldMs is the longest the proxy
+// held one read of the answer, from its arrival to the end of its write
+// to the client; MaxWriteMs the longest one write blocked, and SlowClient
+// whether that was long enough to call the client slow (its reads then
+// held back the upstream's). ClientError is how the connection to the
+// client failed.
 type ProxyTiming struct {
-	MaxWriteMs  float64 `json:"max_write_ms"`
-	SlowClient  bool    `json:"slow_client,omitempty"`
-	ClientError string  `json:"client_error,omitempty"`
+	ClientTTFTMs    float64 `json:"client_ttft_ms,omitempty"`
+	ClientE2EMs     float64 `json:"client_e2e_ms,omitempty"`
+	ClientDecodeTPS float64 `json:"client_decode_tps,omitempty"`
+	MaxHeldMs       float64 `json:"max_held_ms"`
+	MaxWriteMs      float64 `json:"max_write_ms"`
+	SlowClient      bool    `json:"slow_client,omitempty"`
+	ClientError     string  `json:"client_error,omitempty"`
 }
 
 // ServerTiming is what the server itself says about a request: PromptMs is

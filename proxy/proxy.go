@@ -166,6 +166,7 @@ type request struct {
 // ServeHTTP forwards one request and, for a streamed completion, measures
 // it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	p.handlers.Add(1)
 	defer p.handlers.Done()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
@@ -191,7 +192,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.InFlight.Add(1)
 	defer p.InFlight.Add(-1)
-	rec := p.measure(w, out, a, req)
+	rec := p.measure(w, out, a, req, arrived)
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(rec)
 	}
@@ -236,21 +237,24 @@ func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
-	_, _, _ = flushCopy(w, resp.Body, nil) // unmeasured: what the client got is what came
+	_, _, _ = flushCopy(w, resp.Body, nil, nil) // unmeasured: what the client got is what came
 }
 
-// flushCopy copies src to w, flushing after every read; each is given
-// the bytes and the instant they were read (nil: not told). It returns
+// flushCopy copies src to w, flushing after every read. onRead (nil: not
+// told) is given each read's bytes before they are written, and returns
+// the instant they are to be known by; onWritten (nil: not told) that
+// instant and the one the write and flush to the client ended. It returns
 // how long one write to the client blocked at most, the client's error
 // and the read's (io.EOF at a clean end).
-func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time.Time)) (maxWrite time.Duration, clientErr, srcErr error) {
+func flushCopy(w http.ResponseWriter, src io.Reader, onRead func(b []byte) time.Time, onWritten func(read, written time.Time)) (maxWrite time.Duration, clientErr, srcErr error) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if each != nil {
-				each(buf[:n], time.Now())
+			var read time.Time
+			if onRead != nil {
+				read = onRead(buf[:n])
 			}
 			if clientErr == nil {
 				t := time.Now()
@@ -259,7 +263,11 @@ func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time
 				} else if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
 					clientErr = ferr
 				}
-				maxWrite = max(maxWrite, time.Since(t))
+				done := time.Now()
+				maxWrite = max(maxWrite, done.Sub(t))
+				if clientErr == nil && onWritten != nil {
+					onWritten(read, done)
+				}
 			}
 		}
 		if err != nil {
@@ -272,7 +280,7 @@ func flushCopy(w http.ResponseWriter, src io.Reader, each func(b []byte, at time
 // answer decoded by the protocol's adapter as its bytes arrive (the
 // arrival instants are the proxy's reads), the client's as they were
 // written to it.
-func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request) metrics.Record {
+func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request, arrived time.Time) metrics.Record {
 	resp := &api.Response{}
 	var (
 		mu    sync.Mutex // the trace's callbacks run on the transport's goroutines
@@ -309,11 +317,12 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 	w.WriteHeader(up.StatusCode)
 	if up.StatusCode/100 != 2 {
 		var msg bytes.Buffer
-		_, cerr, _ := flushCopy(w, up.Body, func(b []byte, _ time.Time) {
+		_, cerr, _ := flushCopy(w, up.Body, func(b []byte) time.Time {
 			if msg.Len() < 4096 {
 				msg.Write(b[:min(len(b), 4096-msg.Len())])
 			}
-		})
+			return time.Time{}
+		}, nil)
 		resp.Done = time.Now()
 		resp.ErrorClass = api.HTTPClass(up.StatusCode)
 		resp.Error = fmt.Sprintf("HTTP %d from %s %s: %s", up.StatusCode, out.Method, out.URL.Path, api.ErrorMessage(msg.Bytes()))
@@ -326,16 +335,21 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		a.Decode(pipe, resp)
 		io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
 	}()
-	send := pipe.send
 	// Kernel stamps say when a connection's data arrived: one stream's
 	// only over HTTP/1.1 (HTTP/2 streams share the connection).
-	if clock := wire.ArrivalClock(upConn, resp.Start); clock != nil && up.ProtoMajor == 1 {
+	clock := time.Now
+	if kc := wire.ArrivalClock(upConn, resp.Start); kc != nil && up.ProtoMajor == 1 {
 		resp.KernelStamps = true
-		send = func(b []byte, _ time.Time) { pipe.send(b, clock()) }
+		clock = kc
 	}
-	client := &clientSide{}
+	send := func(b []byte) time.Time {
+		at := clock()
+		pipe.send(b, at)
+		return at
+	}
+	client := &clientSide{arrived: arrived}
 	var srcErr error
-	client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send)
+	client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send, client.wrote)
 	done := time.Now()
 	pipe.close()
 	<-decoded
@@ -358,11 +372,61 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 // connection before the answer ended.
 const ClassClientClosed api.Class = "client_closed"
 
-// clientSide is what the client got: the longest a write to it blocked,
-// and how the connection to it failed.
+// clientSide is what the client got: when its request arrived, when
+// each read from the upstream had been written to it, the longest a write
+// to it blocked, and how the connection to it failed.
 type clientSide struct {
+	arrived  time.Time
+	spans    []span
 	maxWrite time.Duration
 	err      error
+}
+
+// span is one read from the upstream: the instant it is known by (the
+// kernel's receive stamp where there is one) and the instant its write
+// and flush to the client ended.
+type span struct{ read, written time.Time }
+
+func (c *clientSide) wrote(read, written time.Time) {
+	c.spans = append(c.spans, span{read, written})
+}
+
+// at is when the client had the bytes read at read: the write of the
+// first read known by that instant or later.
+func (c *clientSide) at(read time.Time) (time.Time, bool) {
+	for _, s := range c.spans {
+		if !s.read.Before(read) {
+			return s.written, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// timing is the client's side of rec: its TTFT from the request's
+// arrival at the proxy, its decode rate as Record.DecodeTPS counts it, and
+// the most the proxy held one chunk (from its read to its write's end).
+func (c *clientSide) timing(resp *api.Response, rec *metrics.Record, slow time.Duration) *metrics.ProxyTiming {
+	pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= slow, MaxWriteMs: ms(c.maxWrite)}
+	if c.err != nil {
+		pr.ClientError = c.err.Error()
+	}
+	for _, s := range c.spans {
+		pr.MaxHeldMs = max(pr.MaxHeldMs, ms(s.written.Sub(s.read)))
+	}
+	if len(resp.Chunks) == 0 || c.arrived.IsZero() {
+		return pr
+	}
+	first, ok1 := c.at(resp.Chunks[0].At)
+	last, ok2 := c.at(resp.Chunks[len(resp.Chunks)-1].At)
+	if !ok1 || !ok2 {
+		return pr // the client went before the answer's end
+	}
+	pr.ClientTTFTMs = ms(first.Sub(c.arrived))
+	pr.ClientE2EMs = ms(last.Sub(c.arrived))
+	if span := last.Sub(first); rec.OutputTokens >= 2 && len(resp.Chunks) >= 2 && span > 0 {
+		pr.ClientDecodeTPS = float64(rec.OutputTokens-1) / span.Seconds()
+	}
+	return pr
 }
 
 // record is the request's record, with the client's side in Proxy.
@@ -373,11 +437,7 @@ func (p *Proxy) record(resp *api.Response, req *request, a api.Adapter, info loa
 	rec := load.Record(resp, p.cfg.Tokenizer, info)
 	rec.Model, rec.API = req.Model, a.Name()
 	if c != nil {
-		pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= p.cfg.SlowClient, MaxWriteMs: ms(c.maxWrite)}
-		if c.err != nil {
-			pr.ClientError = c.err.Error()
-		}
-		rec.Proxy = pr
+		rec.Proxy = c.timing(resp, &rec, p.cfg.SlowClient)
 	}
 	return rec
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
@@ -224,5 +225,59 @@ func TestProxyClientGoesAway(t *testing.T) {
 	}
 	if recs := records(); len(recs) != 2 || !recs[1].OK || recs[1].OutputTokens != 50 {
 		t.Fatalf("the gzip-asking client's request was not measured: %+v", recs[len(recs)-1])
+	}
+}
+
+// TestProxyClientSide: the client-facing TTFT and decode rate the proxy
+// records are what a client measuring its own stream saw, less the part
+// before its request reached the proxy; they never beat the upstream's.
+func TestProxyClientSide(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: 30 * time.Millisecond, Gap: 5 * time.Millisecond, Tokens: 24, Usage: true, RoleChunk: true})
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	const n = 10
+	own := make([]float64, n) // each client's own TTFT
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
+				`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`))
+			var sent time.Time // the request written: no connection set-up
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				WroteRequest: func(httptrace.WroteRequestInfo) { sent = time.Now() },
+			}))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if own[i] == 0 && strings.Contains(sc.Text(), `"content":"`) && !strings.Contains(sc.Text(), `"content":""`) {
+					own[i] = ms(time.Since(sent))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	recs := records()
+	if len(recs) != n {
+		t.Fatalf("%d records", len(recs))
+	}
+	slices.SortFunc(recs, func(a, b metrics.Record) int { return int(a.Proxy.ClientTTFTMs*1e6 - b.Proxy.ClientTTFTMs*1e6) })
+	slices.Sort(own) // records and clients paired by rank
+	for i, r := range recs {
+		pr := r.Proxy
+		if pr == nil || pr.ClientTTFTMs < r.TTFTMs || pr.ClientE2EMs < r.E2EMs || pr.MaxHeldMs <= 0 {
+			t.Fatalf("client side %+v of a record with TTFT %.3f, E2E %.3f", pr, r.TTFTMs, r.E2EMs)
+		}
+		if d := own[i] - pr.ClientTTFTMs; d < -ttftTolMs || d > ttftTolMs {
+			t.Errorf("client TTFT %.3f ms recorded, %.3f ms seen by the client", pr.ClientTTFTMs, own[i])
+		}
+		upTPS, _ := r.DecodeTPS()
+		if math.Abs(pr.ClientDecodeTPS-upTPS)/upTPS > 0.05 {
+			t.Errorf("client decode %.1f tok/s, upstream %.1f", pr.ClientDecodeTPS, upTPS)
+		}
 	}
 }
