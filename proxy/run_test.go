@@ -49,6 +49,7 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	w.Rotate(8<<10, 0) // live traffic's files rotate; report reads them all
 	ctx, stop := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan metrics.Summary, 1)
@@ -94,6 +95,11 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 	}
 	if lv.Load.Mode != metrics.ModeLive || len(lv.Windows) == 0 || lv.OutputTokens != 16*lv.Requests.Completed {
 		t.Errorf("live level %+v with %d windows", lv.Load, len(lv.Windows))
+	}
+	files, _ := results.RecordFiles(dir)
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil || len(files) < 3 || len(recs) != lv.Requests.Sent {
+		t.Errorf("%d record files holding %d records (%v), want several holding %d", len(files), len(recs), err, lv.Requests.Sent)
 	}
 	for _, f := range []string{results.RunFile, results.RequestsFile, "summary.json", "report.html"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

@@ -6,7 +6,10 @@
 //
 // requests.jsonl is written one whole line per write call on a file opened
 // for appending, so the file stays valid line by line if the process dies at
-// any moment. summary.json and run.json are replaced atomically (write to a
+// any moment. A writer told to rotate (Writer.Rotate: tokbench proxy on
+// live traffic) renames a full requests.jsonl to requests-000001.jsonl,
+// requests-000002.jsonl, … and starts a new one; readers read those in
+// order, then requests.jsonl. summary.json and run.json are replaced atomically (write to a
 // temporary file, then rename).
 package results
 
@@ -72,6 +75,12 @@ type Writer struct {
 	mu  sync.Mutex
 	req *os.File
 	buf []byte
+
+	rotateBytes int64         // start a new requests.jsonl past this size (0: never)
+	rotateEvery time.Duration // or once it is this old (0: never)
+	size        int64         // of the requests.jsonl being written
+	opened      time.Time     // when it was started
+	segments    int           // rotated files so far
 }
 
 // Create makes dir (and parents) and opens requests.jsonl, failing early when
@@ -84,7 +93,45 @@ func Create(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", filepath.Join(dir, RequestsFile), err)
 	}
-	return &Writer{dir: dir, req: f}, nil
+	return &Writer{dir: dir, req: f, opened: time.Now()}, nil
+}
+
+// Rotate makes Append start a new requests.jsonl once the one being
+// written holds maxBytes or more (0: no bound on size), or was started
+// every ago or longer (0: no bound on age). The full file is renamed
+// requests-NNNNNN.jsonl, numbered from 1.
+func (w *Writer) Rotate(maxBytes int64, every time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rotateBytes, w.rotateEvery = maxBytes, every
+}
+
+// segmentName is the name of the n-th rotated requests file.
+func segmentName(n int) string { return fmt.Sprintf("requests-%06d.jsonl", n) }
+
+// rotate renames the full requests.jsonl and opens a new one. w.mu is held.
+func (w *Writer) rotate() error {
+	if err := w.req.Close(); err != nil {
+		return fmt.Errorf("rotate %s: %w", RequestsFile, err)
+	}
+	cur := filepath.Join(w.dir, RequestsFile)
+	for {
+		w.segments++
+		next := filepath.Join(w.dir, segmentName(w.segments))
+		if _, err := os.Stat(next); err == nil {
+			continue // a segment of an earlier process: never written over
+		}
+		if err := os.Rename(cur, next); err != nil {
+			return fmt.Errorf("rotate %s: %w", RequestsFile, err)
+		}
+		break
+	}
+	f, err := os.OpenFile(cur, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("rotate %s: %w", RequestsFile, err)
+	}
+	w.req, w.size, w.opened = f, 0, time.Now()
+	return nil
 }
 
 // Dir is the run directory.
@@ -107,7 +154,16 @@ func (w *Writer) Append(rec metrics.Record) error {
 		return fmt.Errorf("encode record %d: %w", rec.ID, err)
 	}
 	w.buf = append(append(w.buf[:0], b...), '\n')
-	if _, err := w.req.Write(w.buf); err != nil {
+	full := w.size > 0 && (w.rotateBytes > 0 && w.size+int64(len(w.buf)) > w.rotateBytes ||
+		w.rotateEvery > 0 && time.Since(w.opened) >= w.rotateEvery)
+	if full {
+		if err := w.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := w.req.Write(w.buf)
+	w.size += int64(n)
+	if err != nil {
 		return fmt.Errorf("append %s: %w", RequestsFile, err)
 	}
 	return nil
@@ -201,28 +257,52 @@ func writeJSON(path string, v any) error {
 // (the process died mid-write) is skipped and reported in the returned
 // warning; any other bad line is an error naming the line.
 func ReadRecords(dir string) ([]metrics.Record, []string, error) {
-	path := filepath.Join(dir, RequestsFile)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	return readRecords(f, path)
-}
-
-func readRecords(r io.Reader, path string) ([]metrics.Record, []string, error) {
 	var recs []metrics.Record
-	warnings, err := eachRecord(r, path, func(rec *metrics.Record) { recs = append(recs, *rec) })
+	warnings, err := EachRecord(dir, func(rec *metrics.Record) { recs = append(recs, *rec) })
 	if err != nil {
 		return nil, nil, err
 	}
 	return recs, warnings, nil
 }
 
+// RecordFiles are the files holding a run directory's records, in the
+// order they were written: rotated segments, then requests.jsonl. It
+// fails as os.Open does when there are none.
+func RecordFiles(dir string) ([]string, error) {
+	segs, err := filepath.Glob(filepath.Join(dir, "requests-[0-9]*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(segs) // the numbers are zero-padded
+	cur := filepath.Join(dir, RequestsFile)
+	if _, err := os.Stat(cur); err != nil {
+		if len(segs) == 0 {
+			return nil, err
+		}
+		return segs, nil // the current file was lost: the segments stand
+	}
+	return append(segs, cur), nil
+}
+
 // EachRecord reads requests.jsonl from a run directory one record at a
 // time, as ReadRecords does, without holding them: f is given each.
 func EachRecord(dir string, f func(*metrics.Record)) ([]string, error) {
-	path := filepath.Join(dir, RequestsFile)
+	paths, err := RecordFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var warnings []string
+	for _, path := range paths {
+		w, err := eachFileRecord(path, f)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, w...)
+	}
+	return warnings, nil
+}
+
+func eachFileRecord(path string, f func(*metrics.Record)) ([]string, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err

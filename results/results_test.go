@@ -1,10 +1,14 @@
 package results
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -92,5 +96,56 @@ func TestReadSample(t *testing.T) {
 	// the middle (its standard error is 5.8%).
 	if mean := sum / 100; mean < 0.85*2510 || mean > 1.15*2510 {
 		t.Fatalf("sample mean id %g, want about 2510", mean)
+	}
+}
+
+// TestRotate: a writer told to rotate starts a new requests.jsonl past its
+// size bound or its age, numbering the full ones; every reader reads them
+// all, in order, then the current one.
+func TestRotate(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(metrics.Record{ID: 1})
+	w.Rotate(int64(3*(len(line)+1)), 0) // three records of ID < 10 per file
+	for id := 1; id <= 8; id++ {
+		if err := w.Append(metrics.Record{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Rotate(0, time.Nanosecond) // from now on, one record per file
+	for id := 9; id <= 10; id++ {
+		if err := w.Append(metrics.Record{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	files, err := RecordFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	want := []string{"requests-000001.jsonl", "requests-000002.jsonl", "requests-000003.jsonl", "requests-000004.jsonl", RequestsFile}
+	if !slices.Equal(names, want) {
+		t.Fatalf("files %v, want %v", names, want)
+	}
+	recs, _, err := ReadRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Equal(ids, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Errorf("records %v, want 1…10 in order", ids)
+	}
+	if _, _, err := ReadRecords(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an empty directory: %v, want not-exist", err)
 	}
 }

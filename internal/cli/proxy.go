@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/api"
@@ -18,9 +19,9 @@ import (
 
 func newProxyCmd(env Env) *cobra.Command {
 	var (
-		listen, upstream, out, metricsAddr, tokenizer string
-		replace                                       bool
-		every, grace                                  time.Duration
+		listen, upstream, out, metricsAddr, tokenizer, rotateSize string
+		replace                                                   bool
+		every, grace, rotateEvery                                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy --upstream URL",
@@ -31,8 +32,10 @@ streamed completion (OpenAI chat and completions, Anthropic messages,
 Ollama, llama.cpp): TTFT and decode rate from the instant it handed the
 request upstream, tokens from usage or --tokenizer, the model, the API,
 the status and failure class, and whether the client read slowly. With
---out it appends requests.jsonl as bench does and writes summary.json and
-report.html when stopped (live traffic in windows of --summary-every);
+--out it appends requests.jsonl as bench does (rotated by --rotate-size or
+--rotate-every; report and compare read every part) and writes
+summary.json and report.html when stopped (live traffic in windows of
+--summary-every);
 --metrics-addr serves Prometheus histograms. Prompts and answers are not
 stored; headers (API keys too) are forwarded, never recorded. Ctrl-C lets
 streams in flight finish for --grace.`,
@@ -51,6 +54,18 @@ streams in flight finish for --grace.`,
 			if err != nil {
 				return usagef("--tokenizer: %v", err)
 			}
+			var rotateBytes uint64
+			if rotateSize != "" {
+				if rotateBytes, err = humanize.ParseBytes(rotateSize); err != nil || rotateBytes == 0 {
+					return usagef("--rotate-size: want a size such as 100MB or 1GiB, got %q", rotateSize)
+				}
+			}
+			if rotateEvery < 0 {
+				return usagef("--rotate-every: want a positive duration, got %v", rotateEvery)
+			}
+			if (rotateEvery > 0 || rotateBytes > 0) && out == "" {
+				return usagef("--rotate-size and --rotate-every rotate --out's requests.jsonl: give --out")
+			}
 			var w *results.Writer
 			if out != "" {
 				if _, err := os.Stat(filepath.Join(out, results.RunFile)); err == nil && !replace {
@@ -60,6 +75,7 @@ streams in flight finish for --grace.`,
 					return usagef("--out: %v", err)
 				}
 				defer w.Close()
+				w.Rotate(int64(min(rotateBytes, 1<<62)), rotateEvery)
 			}
 			s, err := proxy.Run(cmd.Context(), proxy.Options{
 				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok}, Out: w,
@@ -88,6 +104,8 @@ streams in flight finish for --grace.`,
 	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the traffic on this address (/metrics)")
 	fl.StringVar(&tokenizer, "tokenizer", tokenize.Default, "counts output tokens of answers without usage")
 	fl.DurationVar(&every, "summary-every", time.Minute, "window length of the live traffic's summary")
+	fl.StringVar(&rotateSize, "rotate-size", "", "with --out: start a new requests.jsonl once it holds this much (e.g. 100MB), keeping the full one as requests-NNNNNN.jsonl")
+	fl.DurationVar(&rotateEvery, "rotate-every", 0, "with --out: start a new requests.jsonl this often (e.g. 1h)")
 	fl.DurationVar(&grace, "grace", 30*time.Second, "at Ctrl-C, how long streams in flight may finish")
 	return cmd
 }

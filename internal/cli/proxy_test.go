@@ -16,6 +16,10 @@ func TestProxyFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--summary-every", "10ms"}, "--summary-every"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--tokenizer", "nope"}, "--tokenizer"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--listen", "256.0.0.1:1"}, "--listen"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-size", "lots"}, "--rotate-size"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-size", "0"}, "--rotate-size"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-every", "-1h"}, "--rotate-every"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-every", "1h"}, "--rotate-size and --rotate-every"},
 	} {
 		code, _, stderr := runCLI(context.Background(), nil, c.args...)
 		if code != ExitUsage || !strings.HasPrefix(stderr, "tokbench: "+c.flag) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
