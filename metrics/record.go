@@ -98,7 +98,8 @@ type Record struct {
 // to the client; MaxWriteMs the longest one write blocked, and SlowClient
 // whether that was long enough to call the client slow (its reads then
 // held back the upstream's). ClientError is how the connection to the
-// client failed.
+// client failed. UsageAdded says the proxy asked the server for usage
+// (stream_options.include_usage) and kept the usage chunk from the client.
 type ProxyTiming struct {
 	ClientTTFTMs    float64 `json:"client_ttft_ms,omitempty"`
 	ClientE2EMs     float64 `json:"client_e2e_ms,omitempty"`
@@ -107,6 +108,7 @@ type ProxyTiming struct {
 	MaxWriteMs      float64 `json:"max_write_ms"`
 	SlowClient      bool    `json:"slow_client,omitempty"`
 	ClientError     string  `json:"client_error,omitempty"`
+	UsageAdded      bool    `json:"usage_added,omitempty"`
 }
 
 // ServerTiming is what the server itself says about a request: PromptMs is

@@ -56,6 +56,10 @@ type Config struct {
 	// SlowClient is how long one write to the client may block before the
 	// record says the client was slow (default 50 ms).
 	SlowClient time.Duration
+	// AskUsage adds stream_options.include_usage to an OpenAI streamed
+	// request that does not ask for usage, so its tokens are the server's
+	// count, and keeps the usage chunk that brings from the client.
+	AskUsage bool
 }
 
 // Proxy is an http.Handler.
@@ -179,6 +183,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, req := adapter(r, body)
+	asked := false
+	if a != nil && p.cfg.AskUsage {
+		body, asked = askUsage(a, body)
+	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, "tokbench proxy: "+err.Error(), http.StatusBadGateway)
@@ -192,7 +200,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.InFlight.Add(1)
 	defer p.InFlight.Add(-1)
-	rec := p.measure(w, out, a, req, arrived)
+	rec := p.measure(w, out, a, req, arrived, asked)
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(rec)
 	}
@@ -280,7 +288,7 @@ func flushCopy(w http.ResponseWriter, src io.Reader, onRead func(b []byte) time.
 // answer decoded by the protocol's adapter as its bytes arrive (the
 // arrival instants are the proxy's reads), the client's as they were
 // written to it.
-func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request, arrived time.Time) metrics.Record {
+func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request, arrived time.Time, asked bool) metrics.Record {
 	resp := &api.Response{}
 	var (
 		mu    sync.Mutex // the trace's callbacks run on the transport's goroutines
@@ -347,9 +355,21 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		pipe.send(b, at)
 		return at
 	}
-	client := &clientSide{arrived: arrived}
+	client := &clientSide{arrived: arrived, usageAdded: asked}
 	var srcErr error
-	client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send, client.wrote)
+	if asked {
+		sw := strippingWriter{w, &usageStripper{w: w}}
+		client.maxWrite, client.err, srcErr = flushCopy(sw, up.Body, send, client.wrote)
+		if client.err == nil {
+			if client.err = sw.s.Close(); client.err == nil {
+				if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
+					client.err = err
+				}
+			}
+		}
+	} else {
+		client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send, client.wrote)
+	}
 	done := time.Now()
 	pipe.close()
 	<-decoded
@@ -368,6 +388,16 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 	return p.record(resp, req, a, info, client)
 }
 
+// strippingWriter writes an answer to the client through a
+// usageStripper; Unwrap lets http.ResponseController flush it.
+type strippingWriter struct {
+	http.ResponseWriter
+	s *usageStripper
+}
+
+func (w strippingWriter) Write(b []byte) (int, error) { return w.s.Write(b) }
+func (w strippingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // ClassClientClosed is a proxied request whose client closed its
 // connection before the answer ended.
 const ClassClientClosed api.Class = "client_closed"
@@ -376,10 +406,11 @@ const ClassClientClosed api.Class = "client_closed"
 // each read from the upstream had been written to it, the longest a write
 // to it blocked, and how the connection to it failed.
 type clientSide struct {
-	arrived  time.Time
-	spans    []span
-	maxWrite time.Duration
-	err      error
+	arrived    time.Time
+	usageAdded bool
+	spans      []span
+	maxWrite   time.Duration
+	err        error
 }
 
 // span is one read from the upstream: the instant it is known by (the
@@ -406,7 +437,7 @@ func (c *clientSide) at(read time.Time) (time.Time, bool) {
 // arrival at the proxy, its decode rate as Record.DecodeTPS counts it, and
 // the most the proxy held one chunk (from its read to its write's end).
 func (c *clientSide) timing(resp *api.Response, rec *metrics.Record, slow time.Duration) *metrics.ProxyTiming {
-	pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= slow, MaxWriteMs: ms(c.maxWrite)}
+	pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= slow, MaxWriteMs: ms(c.maxWrite), UsageAdded: c.usageAdded}
 	if c.err != nil {
 		pr.ClientError = c.err.Error()
 	}

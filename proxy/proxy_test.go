@@ -24,14 +24,24 @@ import (
 // func's result.
 func proxied(t testing.TB, up string) (string, func() []metrics.Record) {
 	t.Helper()
+	return proxiedWith(t, up, nil)
+}
+
+// proxiedWith is proxied with the configuration changed by set.
+func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []metrics.Record) {
+	t.Helper()
 	u, _ := url.Parse(up + "/v1")
 	var mu sync.Mutex
 	var recs []metrics.Record
-	p, err := New(Config{Upstream: u, Sink: func(r metrics.Record) {
+	cfg := Config{Upstream: u, Sink: func(r metrics.Record) {
 		mu.Lock()
 		recs = append(recs, r)
 		mu.Unlock()
-	}})
+	}}
+	if set != nil {
+		set(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

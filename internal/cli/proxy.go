@@ -20,7 +20,7 @@ import (
 func newProxyCmd(env Env) *cobra.Command {
 	var (
 		listen, upstream, out, metricsAddr, tokenizer, rotateSize string
-		replace                                                   bool
+		replace, askUsage                                         bool
 		every, grace, rotateEvery                                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -78,7 +78,7 @@ streams in flight finish for --grace.`,
 				w.Rotate(int64(min(rotateBytes, 1<<62)), rotateEvery)
 			}
 			s, err := proxy.Run(cmd.Context(), proxy.Options{
-				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok}, Out: w,
+				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok, AskUsage: askUsage}, Out: w,
 				MetricsAddr: metricsAddr, Every: every, Grace: grace, Version: Version,
 				Ready: func(p, m string) {
 					fmt.Fprintf(env.Stderr, "tokbench proxy: %s → %s; Ctrl-C stops\n", p, api.RedactURL(upstream))
@@ -103,6 +103,7 @@ streams in flight finish for --grace.`,
 	fl.BoolVar(&replace, "replace", false, "with --out: write over the run the directory holds")
 	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the traffic on this address (/metrics)")
 	fl.StringVar(&tokenizer, "tokenizer", tokenize.Default, "counts output tokens of answers without usage")
+	fl.BoolVar(&askUsage, "include-usage", false, "add stream_options.include_usage to OpenAI streamed requests that lack it, so tokens are the server's count; the usage chunk that adds is kept from the client")
 	fl.DurationVar(&every, "summary-every", time.Minute, "window length of the live traffic's summary")
 	fl.StringVar(&rotateSize, "rotate-size", "", "with --out: start a new requests.jsonl once it holds this much (e.g. 100MB), keeping the full one as requests-NNNNNN.jsonl")
 	fl.DurationVar(&rotateEvery, "rotate-every", 0, "with --out: start a new requests.jsonl this often (e.g. 1h)")

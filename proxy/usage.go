@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/tokbench/tokbench/api"
+)
+
+// askUsage returns body with stream_options.include_usage set, for an
+// OpenAI streamed request that does not ask for usage itself, and whether
+// it changed body: the answer then carries a usage chunk the client did
+// not ask for, which stripUsage keeps from it. Other fields keep their
+// values (their order and spacing may change).
+func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
+	if _, ok := a.(api.OpenAI); !ok {
+		return body, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return body, false
+	}
+	opts := map[string]json.RawMessage{}
+	if raw, ok := fields["stream_options"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &opts) != nil {
+			return body, false // not an object: the server's to refuse
+		}
+	}
+	if string(opts["include_usage"]) == "true" {
+		return body, false
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	fields["stream_options"], _ = json.Marshal(opts)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
+
+// usageStripper writes an SSE stream to w less the usage-only chunks
+// (empty choices, a usage object) that askUsage had the server add. It
+// holds back only an event not yet ended by its blank line.
+type usageStripper struct {
+	w       io.Writer
+	pending []byte
+	p       fastjson.Parser
+}
+
+// Write passes on every whole event of b (with what came before it) but a
+// usage-only one.
+func (s *usageStripper) Write(b []byte) (int, error) {
+	s.pending = append(s.pending, b...)
+	out := s.pending[:0] // kept events, compacted in place
+	rest := s.pending
+	for {
+		end := eventEnd(rest)
+		if end < 0 {
+			break
+		}
+		ev := rest[:end]
+		if !s.usageOnly(ev) {
+			out = append(out, ev...)
+		}
+		rest = rest[end:]
+	}
+	kept := len(out)
+	out = append(out, rest...) // the unfinished event, after the kept ones
+	if kept > 0 {
+		if _, err := s.w.Write(out[:kept]); err != nil {
+			return 0, err
+		}
+	}
+	s.pending = append(s.pending[:0], out[kept:]...)
+	return len(b), nil
+}
+
+// Close writes what is held back: an answer that did not end its last
+// event still reaches the client whole.
+func (s *usageStripper) Close() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.pending)
+	s.pending = s.pending[:0]
+	return err
+}
+
+// eventEnd is the length of b's first event with the blank line that
+// ends it (LF or CRLF line ends), or -1 when b holds no whole event.
+func eventEnd(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 3
+		}
+	}
+	return -1
+}
+
+// usageOnly reports whether an event is one data line holding a chunk
+// with no choices and a usage object.
+func (s *usageStripper) usageOnly(ev []byte) bool {
+	line, ok := bytes.CutPrefix(bytes.TrimLeft(ev, "\r\n"), []byte("data:"))
+	if !ok {
+		return false
+	}
+	line = bytes.TrimSpace(line)
+	if bytes.IndexByte(line, '\n') >= 0 || !bytes.Contains(line, []byte(`"usage"`)) {
+		return false
+	}
+	v, err := s.p.ParseBytes(line)
+	if err != nil {
+		return false
+	}
+	choices := v.Get("choices")
+	usage := v.Get("usage")
+	return choices != nil && choices.Type() == fastjson.TypeArray && len(choices.GetArray()) == 0 &&
+		usage != nil && usage.Type() == fastjson.TypeObject
+}
