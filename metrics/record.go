@@ -100,6 +100,8 @@ type Record struct {
 // held back the upstream's). ClientError is how the connection to the
 // client failed. UsageAdded says the proxy asked the server for usage
 // (stream_options.include_usage) and kept the usage chunk from the client.
+// NotStreamed marks a request that asked for the answer whole: its one
+// chunk is the answer's last byte, so its TTFT is its E2E.
 type ProxyTiming struct {
 	ClientTTFTMs    float64 `json:"client_ttft_ms,omitempty"`
 	ClientE2EMs     float64 `json:"client_e2e_ms,omitempty"`
@@ -109,6 +111,7 @@ type ProxyTiming struct {
 	SlowClient      bool    `json:"slow_client,omitempty"`
 	ClientError     string  `json:"client_error,omitempty"`
 	UsageAdded      bool    `json:"usage_added,omitempty"`
+	NotStreamed     bool    `json:"not_streamed,omitempty"`
 }
 
 // ServerTiming is what the server itself says about a request: PromptMs is

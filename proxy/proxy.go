@@ -8,9 +8,11 @@
 //
 // Which requests are measured is decided by method and path: POST to
 // …/chat/completions and …/completions (OpenAI), …/messages (Anthropic),
-// /api/chat and /api/generate (Ollama) and /completion (llama.cpp), when
-// the body asks for a stream. Everything else (models, embeddings,
-// tokenize, non-streamed answers) passes through unmeasured.
+// /api/chat and /api/generate (Ollama) and /completion (llama.cpp). A
+// non-streamed answer is measured as one chunk at its last byte (its TTFT
+// is its E2E: the client sees no token before it), tokens from its usage.
+// Everything else (models, embeddings, tokenize) passes through
+// unmeasured.
 package proxy
 
 import (
@@ -125,11 +127,12 @@ func copyHeader(dst, src http.Header) {
 	}
 }
 
-// adapter is the protocol a request's method and path name, with whether
-// its body asks for a stream; nil for one the proxy does not measure.
-func adapter(r *http.Request, body []byte) (api.Adapter, *request) {
+// adapter is the protocol a request's method and path name, the fields
+// of its body the proxy reads, and whether it asks for a stream; nil for
+// one the proxy does not measure.
+func adapter(r *http.Request, body []byte) (api.Adapter, *request, bool) {
 	if r.Method != http.MethodPost {
-		return nil, nil
+		return nil, nil, false
 	}
 	var a api.Adapter
 	p := strings.TrimRight(r.URL.Path, "/")
@@ -147,18 +150,16 @@ func adapter(r *http.Request, body []byte) (api.Adapter, *request) {
 	case p == "/completion":
 		a = api.LlamaCpp{}
 	default:
-		return nil, nil
+		return nil, nil, false
 	}
 	var req request
 	if json.Unmarshal(body, &req) != nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	_, ollama := a.(api.Ollama)
 	// Ollama streams unless told not to; the others only when asked.
-	if req.Stream == nil && !ollama || req.Stream != nil && !*req.Stream {
-		return nil, nil
-	}
-	return a, &req
+	streamed := req.Stream == nil && ollama || req.Stream != nil && *req.Stream
+	return a, &req, streamed
 }
 
 // request is what the proxy reads of a completion request.
@@ -182,9 +183,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tokbench proxy: reading the request body: "+err.Error(), status)
 		return
 	}
-	a, req := adapter(r, body)
+	a, req, streamed := adapter(r, body)
 	asked := false
-	if a != nil && p.cfg.AskUsage {
+	if a != nil && streamed && p.cfg.AskUsage {
 		body, asked = askUsage(a, body)
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), bytes.NewReader(body))
@@ -200,7 +201,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.InFlight.Add(1)
 	defer p.InFlight.Add(-1)
-	rec := p.measure(w, out, a, req, arrived, asked)
+	rec := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, streamed: streamed})
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(rec)
 	}
@@ -288,7 +289,8 @@ func flushCopy(w http.ResponseWriter, src io.Reader, onRead func(b []byte) time.
 // answer decoded by the protocol's adapter as its bytes arrive (the
 // arrival instants are the proxy's reads), the client's as they were
 // written to it.
-func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter, req *request, arrived time.Time, asked bool) metrics.Record {
+func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metrics.Record {
+	a, req := c.a, c.req
 	resp := &api.Response{}
 	var (
 		mu    sync.Mutex // the trace's callbacks run on the transport's goroutines
@@ -336,13 +338,6 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		resp.Error = fmt.Sprintf("HTTP %d from %s %s: %s", up.StatusCode, out.Method, out.URL.Path, api.ErrorMessage(msg.Bytes()))
 		return p.record(resp, req, a, info, &clientSide{err: cerr})
 	}
-	pipe := newStampPipe()
-	decoded := make(chan struct{})
-	go func() {
-		defer close(decoded)
-		a.Decode(pipe, resp)
-		io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
-	}()
 	// Kernel stamps say when a connection's data arrived: one stream's
 	// only over HTTP/1.1 (HTTP/2 streams share the connection).
 	clock := time.Now
@@ -350,14 +345,44 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		resp.KernelStamps = true
 		clock = kc
 	}
-	send := func(b []byte) time.Time {
-		at := clock()
-		pipe.send(b, at)
-		return at
+	var send func(b []byte) time.Time
+	var finish func()
+	if c.streamed {
+		pipe := newStampPipe()
+		decoded := make(chan struct{})
+		go func() {
+			defer close(decoded)
+			c.a.Decode(pipe, resp)
+			io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
+		}()
+		send = func(b []byte) time.Time {
+			at := clock()
+			pipe.send(b, at)
+			return at
+		}
+		finish = func() { pipe.close(); <-decoded }
+	} else {
+		whole, last := &bytes.Buffer{}, time.Time{}
+		send = func(b []byte) time.Time {
+			last = clock()
+			if whole.Len()+len(b) <= maxWhole {
+				whole.Write(b)
+			} else {
+				whole.Reset()
+				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
+			}
+			return last
+		}
+		finish = func() {
+			resp.Done = last
+			if !resp.Failed() && whole.Len() > 0 {
+				decodeWhole(c.a, whole.Bytes(), resp)
+			}
+		}
 	}
-	client := &clientSide{arrived: arrived, usageAdded: asked}
+	client := &clientSide{arrived: c.arrived, usageAdded: c.asked, whole: !c.streamed}
 	var srcErr error
-	if asked {
+	if c.asked {
 		sw := strippingWriter{w, &usageStripper{w: w}}
 		client.maxWrite, client.err, srcErr = flushCopy(sw, up.Body, send, client.wrote)
 		if client.err == nil {
@@ -371,8 +396,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, a api.Adapter,
 		client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send, client.wrote)
 	}
 	done := time.Now()
-	pipe.close()
-	<-decoded
+	finish()
 	if resp.Done.IsZero() {
 		resp.Done = done
 	}
@@ -398,6 +422,17 @@ type strippingWriter struct {
 func (w strippingWriter) Write(b []byte) (int, error) { return w.s.Write(b) }
 func (w strippingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// call is what the proxy knows of a completion request before sending it:
+// its protocol and body's fields, when it arrived, whether the proxy asked
+// for usage, and whether it asks for a stream.
+type call struct {
+	a        api.Adapter
+	req      *request
+	arrived  time.Time
+	asked    bool
+	streamed bool
+}
+
 // ClassClientClosed is a proxied request whose client closed its
 // connection before the answer ended.
 const ClassClientClosed api.Class = "client_closed"
@@ -408,6 +443,7 @@ const ClassClientClosed api.Class = "client_closed"
 type clientSide struct {
 	arrived    time.Time
 	usageAdded bool
+	whole      bool // a non-streamed answer
 	spans      []span
 	maxWrite   time.Duration
 	err        error
@@ -437,7 +473,7 @@ func (c *clientSide) at(read time.Time) (time.Time, bool) {
 // arrival at the proxy, its decode rate as Record.DecodeTPS counts it, and
 // the most the proxy held one chunk (from its read to its write's end).
 func (c *clientSide) timing(resp *api.Response, rec *metrics.Record, slow time.Duration) *metrics.ProxyTiming {
-	pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= slow, MaxWriteMs: ms(c.maxWrite), UsageAdded: c.usageAdded}
+	pr := &metrics.ProxyTiming{SlowClient: c.maxWrite >= slow, MaxWriteMs: ms(c.maxWrite), UsageAdded: c.usageAdded, NotStreamed: c.whole}
 	if c.err != nil {
 		pr.ClientError = c.err.Error()
 	}

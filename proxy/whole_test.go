@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestProxyMeasuresWholeAnswers: a non-streamed completion of each API is
+// recorded as one chunk at its last byte: TTFT the server's delay, tokens
+// its usage, the answer reaching the client unchanged.
+func TestProxyMeasuresWholeAnswers(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	answers := map[string]string{
+		"/v1/chat/completions": `{"id":"c1","choices":[{"message":{"role":"assistant","content":"hello there","reasoning_content":"hm"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":2},"prompt_tokens_details":{"cached_tokens":3}}}`,
+		"/v1/completions":      `{"id":"c2","choices":[{"text":"hello","finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`,
+		"/v1/messages":         `{"id":"m1","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":7,"cache_read_input_tokens":3}}`,
+		"/api/chat":            `{"message":{"role":"assistant","content":"hello"},"done":true,"done_reason":"stop","prompt_eval_count":5,"eval_count":7}`,
+		"/api/generate":        `{"response":"hello","done":true,"done_reason":"stop","prompt_eval_count":5,"eval_count":7}`,
+		"/completion":          `{"content":"hello","stop_type":"eos","tokens_evaluated":5,"tokens_predicted":7,"tokens_cached":3}`,
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(delay)
+		w.Header().Set("Content-Type", "application/json")
+		best := ""
+		for path := range answers { // the proxy's upstream is …/v1: /api/chat arrives as /v1/api/chat
+			if strings.HasSuffix(r.URL.Path, path) && len(path) > len(best) {
+				best = path
+			}
+		}
+		io.WriteString(w, answers[best])
+	}))
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	for path, answer := range answers {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(`{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != answer {
+			t.Errorf("%s: the client got %q", path, body)
+		}
+		recs := records()
+		r := recs[len(recs)-1]
+		if !r.OK || r.OutputTokens != 7 || r.InputTokens != 5 || len(r.ChunkMs) != 1 || r.Proxy == nil || !r.Proxy.NotStreamed {
+			t.Errorf("%s: record %+v", path, r)
+			continue
+		}
+		if r.TTFTMs < float64(delay/time.Millisecond) || r.TTFTMs > float64(delay/time.Millisecond)+ttftTolMs || r.E2EMs != r.TTFTMs {
+			t.Errorf("%s: TTFT %.3f ms, E2E %.3f ms, want both %v and a little", path, r.TTFTMs, r.E2EMs, delay)
+		}
+		if cached := strings.Contains(answer, "cache"); r.CacheReported != cached || cached && r.CachedTokens != 3 {
+			t.Errorf("%s: cached %d (reported %v)", path, r.CachedTokens, r.CacheReported)
+		}
+	}
+	if n := len(records()); n != len(answers) {
+		t.Errorf("%d records for %d answers", n, len(answers))
+	}
+}
