@@ -2,7 +2,6 @@ package benchmark
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/profile"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 	"github.com/tokbench/tokbench/workload"
 )
 
@@ -336,25 +336,11 @@ func (o *options) network() error {
 	case o.Redirects != "none" && o.Redirects != "same-origin":
 		return inputErrorf("--redirects: want none or same-origin, got %q", o.Redirects)
 	}
-	if !o.Insecure && o.CACert == "" {
-		return nil
-	}
-	o.tls = &tls.Config{InsecureSkipVerify: o.Insecure} //nolint:gosec // the user asked for it
-	if o.CACert == "" {
-		return nil
-	}
-	pem, err := os.ReadFile(o.CACert)
+	cfg, err := wire.ClientTLS(o.Insecure, o.CACert)
 	if err != nil {
 		return inputErrorf("--ca-cert: %v", err)
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return inputErrorf("--ca-cert: %s holds no PEM certificate", o.CACert)
-	}
-	o.tls.RootCAs = pool
+	o.tls = cfg
 	return nil
 }
 

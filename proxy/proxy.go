@@ -17,6 +17,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,8 +46,12 @@ type Config struct {
 	// less the part Upstream's path already holds.
 	Upstream *url.URL
 	// Transport carries requests upstream (nil: a clone of
-	// http.DefaultTransport without compression, so streams stay plain).
+	// http.DefaultTransport without compression, so streams stay plain,
+	// on connections that keep the kernel's receive stamps).
 	Transport http.RoundTripper
+	// TLS configures the default Transport's connections to an HTTPS
+	// upstream (nil: Go's defaults).
+	TLS *tls.Config
 	// Tokenizer counts output tokens an answer's usage does not give.
 	Tokenizer tokenize.Tokenizer
 	// Sink gets every measured request's record (nil: none); it is called
@@ -102,6 +107,9 @@ func New(cfg Config) (*Proxy, error) {
 		// instant is when it reached this machine, not when the proxy's
 		// goroutine got to reading it.
 		t.DialContext = wire.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+		if cfg.TLS != nil {
+			t.TLSClientConfig = cfg.TLS
+		}
 		rt = t
 	}
 	return &Proxy{cfg: cfg, rt: rt, start: time.Now()}, nil

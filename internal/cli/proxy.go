@@ -15,13 +15,14 @@ import (
 	"github.com/tokbench/tokbench/proxy"
 	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/wire"
 )
 
 func newProxyCmd(env Env) *cobra.Command {
 	var (
-		listen, upstream, out, metricsAddr, tokenizer, rotateSize string
-		replace, askUsage                                         bool
-		every, grace, rotateEvery                                 time.Duration
+		listen, upstream, out, metricsAddr, tokenizer, rotateSize, caCert string
+		replace, askUsage, insecure                                       bool
+		every, grace, rotateEvery                                         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy --upstream URL",
@@ -54,6 +55,10 @@ streams in flight finish for --grace.`,
 			if err != nil {
 				return usagef("--tokenizer: %v", err)
 			}
+			tlsCfg, err := wire.ClientTLS(insecure, caCert)
+			if err != nil {
+				return usagef("--ca-cert: %v", err)
+			}
 			var rotateBytes uint64
 			if rotateSize != "" {
 				if rotateBytes, err = humanize.ParseBytes(rotateSize); err != nil || rotateBytes == 0 {
@@ -78,7 +83,7 @@ streams in flight finish for --grace.`,
 				w.Rotate(int64(min(rotateBytes, 1<<62)), rotateEvery)
 			}
 			s, err := proxy.Run(cmd.Context(), proxy.Options{
-				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok, AskUsage: askUsage}, Out: w,
+				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok, AskUsage: askUsage, TLS: tlsCfg}, Out: w,
 				MetricsAddr: metricsAddr, Every: every, Grace: grace, Version: Version,
 				Ready: func(p, m string) {
 					fmt.Fprintf(env.Stderr, "tokbench proxy: %s → %s; Ctrl-C stops\n", p, api.RedactURL(upstream))
@@ -102,6 +107,8 @@ streams in flight finish for --grace.`,
 	fl.StringVar(&out, "out", "", "append requests.jsonl here as requests end; summary.json and report.html when stopped")
 	fl.BoolVar(&replace, "replace", false, "with --out: write over the run the directory holds")
 	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the traffic on this address (/metrics)")
+	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate from the upstream (self-signed test servers)")
+	fl.StringVar(&caCert, "ca-cert", "", "PEM file of certificate authorities to trust for the upstream besides the system's")
 	fl.StringVar(&tokenizer, "tokenizer", tokenize.Default, "counts output tokens of answers without usage")
 	fl.BoolVar(&askUsage, "include-usage", false, "add stream_options.include_usage to OpenAI streamed requests that lack it, so tokens are the server's count; the usage chunk that adds is kept from the client")
 	fl.DurationVar(&every, "summary-every", time.Minute, "window length of the live traffic's summary")

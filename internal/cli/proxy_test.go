@@ -17,6 +17,7 @@ func TestProxyFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--tokenizer", "nope"}, "--tokenizer"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--listen", "256.0.0.1:1"}, "--listen"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-size", "lots"}, "--rotate-size"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--ca-cert", "/nonexistent.pem"}, "--ca-cert"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-size", "0"}, "--rotate-size"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-every", "-1h"}, "--rotate-every"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-every", "1h"}, "--rotate-size and --rotate-every"},
