@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,63 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 		}
 	}
 	t.Logf("TTFT p50 direct %.3f ms, through the proxy %.3f ms", direct.TTFT.P50, through.TTFT.P50)
+}
+
+// TestRunFinishesStreamsInFlight: stopped while streams are open, the
+// proxy stops taking requests, lets them end within its grace and counts
+// them; a stream longer than the grace is cut and recorded as cut.
+func TestRunFinishesStreamsInFlight(t *testing.T) {
+	for _, c := range []struct {
+		grace time.Duration
+		ok    bool
+	}{{5 * time.Second, true}, {50 * time.Millisecond, false}} {
+		t.Run(c.grace.String(), func(t *testing.T) {
+			up := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 10 * time.Millisecond, Tokens: 40, Usage: true})
+			defer up.Close()
+			u, _ := url.Parse(up.URL + "/v1")
+			ctx, stop := context.WithCancel(context.Background())
+			ready := make(chan string, 1)
+			done := make(chan metrics.Summary, 1)
+			go func() {
+				s, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Grace: c.grace,
+					Ready: func(p, _ string) { ready <- p }})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- s
+			}()
+			base := <-ready
+			type result struct {
+				body string
+				err  error
+			}
+			got := make(chan result, 1)
+			resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(
+				`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got <- result{string(b), err}
+			}()
+			for deadline := time.Now().Add(5 * time.Second); len(up.Streams()) == 0 || len(up.Streams()[0].Flushes) < 5; {
+				if time.Now().After(deadline) {
+					t.Fatal("the stream did not start")
+				}
+				time.Sleep(2 * time.Millisecond) // the stream is well under way
+			}
+			stop()
+			s := <-done
+			r := <-got
+			lv := s.Levels[0]
+			if whole := strings.HasSuffix(r.body, "data: [DONE]\n\n"); whole != c.ok {
+				t.Errorf("the client's stream whole: %v, want %v (%v)", whole, c.ok, r.err)
+			}
+			if lv.Requests.Sent != 1 || (lv.Requests.Completed == 1) != c.ok {
+				t.Errorf("summary requests %+v", lv.Requests)
+			}
+		})
+	}
 }

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// TestProxyHTTPSUpstream: over an HTTPS upstream the proxy measures as
+// over HTTP: TTFT at the server's first flush, tokens exact.
+func TestProxyHTTPSUpstream(t *testing.T) {
+	up := fakellm.NewTLS(fakellm.Script{TTFT: 15 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 10, Usage: true})
+	defer up.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(up.Certificate())
+	base, records := proxiedWith(t, up.URL, func(c *Config) { c.TLS = &tls.Config{RootCAs: pool} })
+	for range 3 {
+		if st, body := chat(t, base, nil); st != 200 || !strings.Contains(body, "data: [DONE]") {
+			t.Fatalf("status %d, body %q", st, body)
+		}
+	}
+	streams := up.Streams()
+	for i, r := range records() {
+		truth := float64(streams[i].Flushes[0].Sub(r.Start)) / 1e6
+		if !r.OK || r.OutputTokens != 10 || math.Abs(r.TTFTMs-truth) > ttftTolMs {
+			t.Errorf("record %d: ok %v, %d tokens, TTFT %.3f ms against the server's %.3f", i, r.OK, r.OutputTokens, r.TTFTMs, truth)
+		}
+	}
+}
+
+// ollamaServer streams Ollama's NDJSON: n lines of one token each, gap
+// apart after ttft, then the final line with eval_count, recording the
+// instant each line was flushed.
+func ollamaServer(t *testing.T, ttft, gap time.Duration, n int) (*httptest.Server, func() []time.Time) {
+	var mu sync.Mutex
+	var flushes []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		time.Sleep(ttft)
+		for i := range n {
+			fmt.Fprintf(w, `{"model":"m","message":{"role":"assistant","content":"w%d "},"done":false}`+"\n", i)
+			w.(http.Flusher).Flush()
+			mu.Lock()
+			flushes = append(flushes, time.Now())
+			mu.Unlock()
+			time.Sleep(gap)
+		}
+		fmt.Fprintf(w, `{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":4,"eval_count":%d}`+"\n", n)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []time.Time { mu.Lock(); defer mu.Unlock(); return append([]time.Time(nil), flushes...) }
+}
+
+// TestProxyNDJSONUpstream: an Ollama /api/chat stream (NDJSON, streamed
+// unless told not to) is measured line by line: TTFT at the first line's
+// flush, every gap, tokens from eval_count.
+func TestProxyNDJSONUpstream(t *testing.T) {
+	up, flushes := ollamaServer(t, 20*time.Millisecond, 5*time.Millisecond, 8)
+	base, records := proxiedWith(t, up.URL, nil)
+	resp, err := http.Post(base+"/api/chat", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Count(string(body), "\n") != 9 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("the client got %q (%s)", body, resp.Header.Get("Content-Type"))
+	}
+	recs := records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	if !r.OK || r.API != "ollama-chat" || r.OutputTokens != 8 || r.TokenSource != metrics.SourceUsage || len(r.ChunkMs) != 8 {
+		t.Fatalf("record %+v", r)
+	}
+	for i, f := range flushes() {
+		if truth := float64(f.Sub(r.Start)) / 1e6; math.Abs(r.ChunkMs[i]-truth) > ttftTolMs {
+			t.Errorf("line %d at %.3f ms, flushed at %.3f", i, r.ChunkMs[i], truth)
+		}
+	}
+}
+
+// TestProxySlowClientBackpressure: a client that stops reading holds the
+// upstream back through the proxy — which buffers a few reads, not the
+// stream — and its record says it was slow; once it reads again it gets
+// the stream whole and the tokens are exact.
+func TestProxySlowClientBackpressure(t *testing.T) {
+	const events = 5000                  // 4 KiB each: 20 MiB, far past the kernel's socket buffers
+	text := strings.Repeat("word ", 820) // 4,100 bytes
+	var written atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range events {
+			if _, err := fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", text); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			written.Add(1)
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", events)
+	}))
+	defer up.Close()
+	base, records := proxiedWith(t, up.URL, nil)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(32 << 10)
+		}
+		return c, err
+	}}}
+	resp, err := client.Post(base+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the client stops reading
+	if n := written.Load(); n >= events {
+		t.Fatalf("the upstream wrote all %d events while the client read none: the proxy buffered the stream", n)
+	} else {
+		t.Logf("the client paused: the upstream had written %d of %d events (%.1f MiB)", n, events, float64(n)*4/1024)
+	}
+	rest, _ := io.ReadAll(br)
+	if got := strings.Count(string(rest), "data: {\"choices\":[{") + 1; got != events || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Fatalf("the client got %d events", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(records()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	recs := records()
+	if len(recs) != 1 || !recs[0].OK || recs[0].OutputTokens != events || !recs[0].Proxy.SlowClient || recs[0].Proxy.MaxWriteMs < 50 {
+		t.Fatalf("records %+v (proxy %+v)", recs, recs[0].Proxy)
+	}
+}
