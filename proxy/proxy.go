@@ -63,6 +63,11 @@ type Config struct {
 	// SlowClient is how long one write to the client may block before the
 	// record says the client was slow (default 50 ms).
 	SlowClient time.Duration
+	// MaxMeasured bounds the bytes of one streamed answer the proxy
+	// decodes (default 32 MiB, some 200,000 tokens of SSE): past it the
+	// client still gets the stream, but the record stops, as
+	// overlong_stream, so a stream without end costs bounded memory.
+	MaxMeasured int64
 	// AskUsage adds stream_options.include_usage to an OpenAI streamed
 	// request that does not ask for usage, so its tokens are the server's
 	// count, and keeps the usage chunk that brings from the client.
@@ -94,6 +99,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 64 << 20
+	}
+	if cfg.MaxMeasured <= 0 {
+		cfg.MaxMeasured = 32 << 20
 	}
 	if cfg.SlowClient <= 0 {
 		cfg.SlowClient = 50 * time.Millisecond
@@ -355,6 +363,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	}
 	var send func(b []byte) time.Time
 	var finish func()
+	overlong := false
 	if c.streamed {
 		pipe := newStampPipe()
 		decoded := make(chan struct{})
@@ -363,12 +372,24 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 			c.a.Decode(pipe, resp)
 			io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
 		}()
+		measured := int64(0)
 		send = func(b []byte) time.Time {
 			at := clock()
-			pipe.send(b, at)
+			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
+				pipe.send(b, at)
+			} else {
+				overlong = true
+				pipe.close()
+			}
 			return at
 		}
-		finish = func() { pipe.close(); <-decoded }
+		finish = func() {
+			pipe.close()
+			<-decoded
+			if overlong {
+				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
+			}
+		}
 	} else {
 		whole, last := &bytes.Buffer{}, time.Time{}
 		send = func(b []byte) time.Time {
@@ -463,8 +484,15 @@ type clientSide struct {
 type span struct{ read, written time.Time }
 
 func (c *clientSide) wrote(read, written time.Time) {
-	c.spans = append(c.spans, span{read, written})
+	if len(c.spans) < maxSpans {
+		c.spans = append(c.spans, span{read, written})
+	}
 }
+
+// maxSpans bounds the reads a record keeps the client's instants of
+// (12 MiB): past it a stream's client-side E2E and decode rate are not
+// known (its TTFT still is).
+const maxSpans = 1 << 18
 
 // at is when the client had the bytes read at read: the write of the
 // first read known by that instant or later.

@@ -155,3 +155,20 @@ func TestProxySlowClientBackpressure(t *testing.T) {
 		t.Fatalf("records %+v (proxy %+v)", recs, recs[0].Proxy)
 	}
 }
+
+// TestProxyBoundsMeasuredStream: past MaxMeasured bytes the proxy stops
+// decoding (the stream's record is overlong_stream) while the client
+// still gets every byte.
+func TestProxyBoundsMeasuredStream(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 200, Usage: true})
+	defer up.Close()
+	base, records := proxiedWith(t, up.URL, func(c *Config) { c.MaxMeasured = 8 << 10 })
+	st, body := chat(t, base, nil)
+	if st != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") || len(body) < 24<<10 {
+		t.Fatalf("the client got %d bytes (status %d)", len(body), st)
+	}
+	recs := records()
+	if len(recs) != 1 || recs[0].OK || recs[0].ErrorClass != "overlong_stream" || len(recs[0].ChunkMs) == 0 || len(recs[0].ChunkMs) >= 200 {
+		t.Fatalf("record: class %q, %d chunks", recs[0].ErrorClass, len(recs[0].ChunkMs))
+	}
+}
