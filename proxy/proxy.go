@@ -262,37 +262,49 @@ func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
-	_, _, _ = flushCopy(w, resp.Body, nil, nil) // unmeasured: what the client got is what came
+	_, _, _ = flushCopy(w, resp.Body, tap{}) // unmeasured: what the client got is what came
 }
 
-// flushCopy copies src to w, flushing after every read. onRead (nil: not
-// told) is given each read's bytes before they are written, and returns
-// the instant they are to be known by; onWritten (nil: not told) that
-// instant and the one the write and flush to the client ended. It returns
-// how long one write to the client blocked at most, the client's error
-// and the read's (io.EOF at a clean end).
-func flushCopy(w http.ResponseWriter, src io.Reader, onRead func(b []byte) time.Time, onWritten func(read, written time.Time)) (maxWrite time.Duration, clientErr, srcErr error) {
+// tap is what flushCopy tells of each read from the upstream: stamp
+// gives the instant it is known by, taken before anything else is done
+// with it; read is given its bytes and that instant once they were
+// written to the client (decoding stays off the client's path); written
+// that instant and the one the write and flush to the client ended. Any
+// may be nil.
+type tap struct {
+	stamp   func() time.Time
+	read    func(b []byte, at time.Time)
+	written func(read, written time.Time)
+}
+
+// flushCopy copies src to w, flushing after every read, telling t of
+// each. It returns how long one write to the client blocked at most, the
+// client's error and the read's (io.EOF at a clean end).
+func flushCopy(w http.ResponseWriter, src io.Reader, t tap) (maxWrite time.Duration, clientErr, srcErr error) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			var read time.Time
-			if onRead != nil {
-				read = onRead(buf[:n])
+			var at time.Time
+			if t.stamp != nil {
+				at = t.stamp()
 			}
 			if clientErr == nil {
-				t := time.Now()
+				begin := time.Now()
 				if _, werr := w.Write(buf[:n]); werr != nil {
 					clientErr = werr
 				} else if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
 					clientErr = ferr
 				}
 				done := time.Now()
-				maxWrite = max(maxWrite, done.Sub(t))
-				if clientErr == nil && onWritten != nil {
-					onWritten(read, done)
+				maxWrite = max(maxWrite, done.Sub(begin))
+				if clientErr == nil && t.written != nil {
+					t.written(at, done)
 				}
+			}
+			if t.read != nil {
+				t.read(buf[:n], at)
 			}
 		}
 		if err != nil {
@@ -343,12 +355,11 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	w.WriteHeader(up.StatusCode)
 	if up.StatusCode/100 != 2 {
 		var msg bytes.Buffer
-		_, cerr, _ := flushCopy(w, up.Body, func(b []byte) time.Time {
+		_, cerr, _ := flushCopy(w, up.Body, tap{read: func(b []byte, _ time.Time) {
 			if msg.Len() < 4096 {
 				msg.Write(b[:min(len(b), 4096-msg.Len())])
 			}
-			return time.Time{}
-		}, nil)
+		}})
 		resp.Done = time.Now()
 		resp.ErrorClass = api.HTTPClass(up.StatusCode)
 		resp.Error = fmt.Sprintf("HTTP %d from %s %s: %s", up.StatusCode, out.Method, out.URL.Path, api.ErrorMessage(msg.Bytes()))
@@ -361,7 +372,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		resp.KernelStamps = true
 		clock = kc
 	}
-	var send func(b []byte) time.Time
+	var send func(b []byte, at time.Time)
 	var finish func()
 	overlong := false
 	if c.streamed {
@@ -373,15 +384,13 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 			io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
 		}()
 		measured := int64(0)
-		send = func(b []byte) time.Time {
-			at := clock()
+		send = func(b []byte, at time.Time) {
 			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
 				pipe.send(b, at)
 			} else {
 				overlong = true
 				pipe.close()
 			}
-			return at
 		}
 		finish = func() {
 			pipe.close()
@@ -392,15 +401,14 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		}
 	} else {
 		whole, last := &bytes.Buffer{}, time.Time{}
-		send = func(b []byte) time.Time {
-			last = clock()
+		send = func(b []byte, at time.Time) {
+			last = at
 			if whole.Len()+len(b) <= maxWhole {
 				whole.Write(b)
 			} else {
 				whole.Reset()
 				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
 			}
-			return last
 		}
 		finish = func() {
 			resp.Done = last
@@ -413,7 +421,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	var srcErr error
 	if c.asked {
 		sw := strippingWriter{w, &usageStripper{w: w}}
-		client.maxWrite, client.err, srcErr = flushCopy(sw, up.Body, send, client.wrote)
+		client.maxWrite, client.err, srcErr = flushCopy(sw, up.Body, tap{stamp: clock, read: send, written: client.wrote})
 		if client.err == nil {
 			if client.err = sw.s.Close(); client.err == nil {
 				if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
@@ -422,7 +430,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 			}
 		}
 	} else {
-		client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, send, client.wrote)
+		client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, tap{stamp: clock, read: send, written: client.wrote})
 	}
 	done := time.Now()
 	finish()
