@@ -8,6 +8,9 @@ import (
 // Repeats says a level was run several times and how far the runs spread.
 type Repeats struct {
 	Runs int `json:"runs"`
+	// Fold is how the runs' values became the level's: "mean" (the
+	// simulator's phase replicas), else their median.
+	Fold string `json:"fold,omitempty"`
 	// Spread is [min, max] over the runs of the key statistics.
 	Spread map[string][2]float64 `json:"spread"`
 	// PerRun holds each run's value of the statistics compare judges
@@ -63,7 +66,15 @@ func median(v []float64) float64 {
 	return Percentile(s, 50)
 }
 
-func medianStats(runs []Level, get func(*Level) *Stats) Stats {
+func mean(v []float64) float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
+
+func foldStats(runs []Level, get func(*Level) *Stats, fold func([]float64) float64) Stats {
 	var out Stats
 	fields := []func(*Stats) *float64{
 		func(s *Stats) *float64 { return &s.Mean }, func(s *Stats) *float64 { return &s.Stddev },
@@ -82,7 +93,7 @@ func medianStats(runs []Level, get func(*Level) *Stats) Stats {
 			}
 		}
 		if len(vals) > 0 {
-			*field(&out) = median(vals)
+			*field(&out) = fold(vals)
 		}
 	}
 	for i := range runs {
@@ -95,7 +106,15 @@ func medianStats(runs []Level, get func(*Level) *Stats) Stats {
 // is the median of the per-run values (as one reports repeated benchmark
 // runs), counts are summed, and Repeats records the spread. SLO verdicts
 // are judged again on the median values; goodput is the median goodput.
-func MedianOfRuns(runs []Level, slos []SLO) Level {
+func MedianOfRuns(runs []Level, slos []SLO) Level { return foldRuns(runs, slos, median, "") }
+
+// MeanOfRuns folds K runs of one level as MedianOfRuns does, with the mean
+// of the per-run values instead of their median: the expected value of a
+// statistic over runs that differ by chance, as the simulator's phase
+// replicas do (sim.CurveConfig.Phases).
+func MeanOfRuns(runs []Level, slos []SLO) Level { return foldRuns(runs, slos, mean, "mean") }
+
+func foldRuns(runs []Level, slos []SLO, fold func([]float64) float64, name string) Level {
 	if len(runs) == 1 {
 		return runs[0]
 	}
@@ -105,7 +124,7 @@ func MedianOfRuns(runs []Level, slos []SLO) Level {
 		for i := range runs {
 			v[i] = get(&runs[i])
 		}
-		return median(v)
+		return fold(v)
 	}
 	for i := range runs {
 		r := &runs[i]
@@ -139,15 +158,15 @@ func MedianOfRuns(runs []Level, slos []SLO) Level {
 	out.RequestRPS = scalar(func(l *Level) float64 { return l.RequestRPS })
 	out.GoodputRPS = scalar(func(l *Level) float64 { return l.GoodputRPS })
 	out.ErrorRate = scalar(func(l *Level) float64 { return l.ErrorRate })
-	out.TTFT = medianStats(runs, func(l *Level) *Stats { return &l.TTFT })
-	out.TTFVT = medianStats(runs, func(l *Level) *Stats { return &l.TTFVT })
-	out.DecodeTPS = medianStats(runs, func(l *Level) *Stats { return &l.DecodeTPS })
-	out.TPOT = medianStats(runs, func(l *Level) *Stats { return &l.TPOT })
-	out.ITL = medianStats(runs, func(l *Level) *Stats { return &l.ITL })
-	out.E2E = medianStats(runs, func(l *Level) *Stats { return &l.E2E })
-	out.E2ETPS = medianStats(runs, func(l *Level) *Stats { return &l.E2ETPS })
-	out.ChunkGap = medianStats(runs, func(l *Level) *Stats { return &l.ChunkGap })
-	out.TokensPerChunk = medianStats(runs, func(l *Level) *Stats { return &l.TokensPerChunk })
+	out.TTFT = foldStats(runs, func(l *Level) *Stats { return &l.TTFT }, fold)
+	out.TTFVT = foldStats(runs, func(l *Level) *Stats { return &l.TTFVT }, fold)
+	out.DecodeTPS = foldStats(runs, func(l *Level) *Stats { return &l.DecodeTPS }, fold)
+	out.TPOT = foldStats(runs, func(l *Level) *Stats { return &l.TPOT }, fold)
+	out.ITL = foldStats(runs, func(l *Level) *Stats { return &l.ITL }, fold)
+	out.E2E = foldStats(runs, func(l *Level) *Stats { return &l.E2E }, fold)
+	out.E2ETPS = foldStats(runs, func(l *Level) *Stats { return &l.E2ETPS }, fold)
+	out.ChunkGap = foldStats(runs, func(l *Level) *Stats { return &l.ChunkGap }, fold)
+	out.TokensPerChunk = foldStats(runs, func(l *Level) *Stats { return &l.TokensPerChunk }, fold)
 	spread := func(get func(*Level) float64) [2]float64 {
 		lo, hi := get(&runs[0]), get(&runs[0])
 		for i := range runs {
@@ -156,7 +175,7 @@ func MedianOfRuns(runs []Level, slos []SLO) Level {
 		}
 		return [2]float64{lo, hi}
 	}
-	out.Repeats = &Repeats{Runs: len(runs), Spread: map[string][2]float64{
+	out.Repeats = &Repeats{Runs: len(runs), Fold: name, Spread: map[string][2]float64{
 		"ttft_p50":       spread(func(l *Level) float64 { return l.TTFT.P50 }),
 		"ttft_p95":       spread(func(l *Level) float64 { return l.TTFT.P95 }),
 		"decode_tps_p50": spread(func(l *Level) float64 { return l.DecodeTPS.P50 }),

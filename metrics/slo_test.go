@@ -155,6 +155,21 @@ func TestMedianOfRuns(t *testing.T) {
 	}
 }
 
+// TestMeanOfRuns: the mean of the runs' values, not their median, and
+// the fold named in Repeats.
+func TestMeanOfRuns(t *testing.T) {
+	a := level(4, 100, 50, 1000, 60)
+	b := level(4, 400, 40, 1400, 70)
+	c := level(4, 100, 45, 1000, 65)
+	m := MeanOfRuns([]Level{a, b, c}, nil)
+	if m.TTFT.P95 != 200 || m.DecodeTPS.P5 != 45 || m.OutputTPS != 3400.0/3 || m.Repeats.Fold != "mean" {
+		t.Errorf("mean level: ttft p95 %g, tps p5 %g, out %g, fold %q", m.TTFT.P95, m.DecodeTPS.P5, m.OutputTPS, m.Repeats.Fold)
+	}
+	if MedianOfRuns([]Level{a, b, c}, nil).TTFT.P95 != 100 {
+		t.Error("the median fold changed")
+	}
+}
+
 func TestCostOf(t *testing.T) {
 	lv := Level{InputTokens: 2_000_000, OutputTokens: 500_000, DurationS: 3600, OutputTPS: 1000}
 	c := CostOf(&lv, Prices{InputPerMillion: 0.5, OutputPerMillion: 2})

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,8 +89,8 @@ func Table(w io.Writer, s metrics.Summary) error {
 		}
 		if r := lv.Repeats; r != nil {
 			sp := r.Spread
-			notes = append(notes, fmt.Sprintf("%s: median of %d runs; TTFT p50 %.4g–%.4g ms, decode TPS p50 %.4g–%.4g, output %.4g–%.4g tok/s",
-				lv.Load, r.Runs, sp["ttft_p50"][0], sp["ttft_p50"][1], sp["decode_tps_p50"][0], sp["decode_tps_p50"][1], sp["output_tps"][0], sp["output_tps"][1]))
+			notes = append(notes, fmt.Sprintf("%s: %s of %d runs; TTFT p50 %.4g–%.4g ms, decode TPS p50 %.4g–%.4g, output %.4g–%.4g tok/s",
+				lv.Load, cmp.Or(r.Fold, "median"), r.Runs, sp["ttft_p50"][0], sp["ttft_p50"][1], sp["decode_tps_p50"][0], sp["decode_tps_p50"][1], sp["output_tps"][0], sp["output_tps"][1]))
 		}
 		if lv.Retries > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d retries (--retry) after failures before the first token; each request counted once", lv.Load, lv.Retries))
