@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/tokbench/tokbench/metrics"
@@ -18,6 +20,16 @@ type CurveConfig struct {
 	// their starts are spread over one request's duration on an idle
 	// engine, as tokbench bench spreads them.
 	Lockstep bool
+	// Phases, above 1, runs each level that many times with its users'
+	// first requests at random instants of that duration (seeded by the
+	// engine's seed) and reports the mean of the runs' statistics
+	// (metrics.MeanOfRuns). Simulated users whose requests are alike keep
+	// the rhythm they start in; a real server's small perturbations move
+	// them, and two users whose prompts meet in one step stay together
+	// (their answers end in the same step), so a real level settles in
+	// one grouping or another. The mean over phases is the level's
+	// expected statistics; one evenly spread run is the best case.
+	Phases int
 }
 
 // Curve runs each level of c through the engine in virtual time and
@@ -39,13 +51,32 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 		if n == 0 {
 			n = max(4*u, 16)
 		}
-		traces, err := RunClosedLoop(ctx, eng, cost, ClosedLoop{
-			Users: u, Requests: n, PromptTokens: c.PromptTokens, MaxTokens: c.MaxTokens, StartSpread: spread,
-		})
-		if err != nil {
-			return nil, err
+		load := metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: u}
+		cl := ClosedLoop{Users: u, Requests: n, PromptTokens: c.PromptTokens, MaxTokens: c.MaxTokens, StartSpread: spread}
+		var lv metrics.Level
+		if c.Phases > 1 && u > 1 && !c.Lockstep {
+			rng := rand.New(rand.NewPCG(eng.Seed, uint64(u)))
+			runs := make([]metrics.Level, c.Phases)
+			for k := range runs {
+				cl.Starts = make([]time.Duration, u)
+				for j := range cl.Starts {
+					cl.Starts[j] = time.Duration(rng.Int64N(int64(spread) + 1))
+				}
+				slices.Sort(cl.Starts)
+				traces, err := RunClosedLoop(ctx, eng, cost, cl)
+				if err != nil {
+					return nil, err
+				}
+				runs[k] = metrics.Summarize(load, Records(i, traces), 0)
+			}
+			lv = metrics.MeanOfRuns(runs, nil)
+		} else {
+			traces, err := RunClosedLoop(ctx, eng, cost, cl)
+			if err != nil {
+				return nil, err
+			}
+			lv = metrics.Summarize(load, Records(i, traces), 0)
 		}
-		lv := metrics.Summarize(metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: u}, Records(i, traces), 0)
 		if u > 1 {
 			lv.Lockstep = c.Lockstep
 			lv.StartSpreadMs = float64(spread) / float64(time.Millisecond)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokbench/tokbench/metrics"
 	"go.uber.org/goleak"
 )
 
@@ -322,5 +323,47 @@ func TestClosedLoopKeepsUsersBusy(t *testing.T) {
 		if x.TTFT() != 10*ms || x.OutputTokens != 3 {
 			t.Errorf("request %d: TTFT %v, %d tokens; want 10ms, 3", i, x.TTFT(), x.OutputTokens)
 		}
+	}
+}
+
+// TestCurvePhases: with Phases, a level is the mean of that many runs
+// whose users start at random instants (the same for the same seed), a
+// grouping of users into one step shows in some of them, and a single
+// user's level is one run.
+func TestCurvePhases(t *testing.T) {
+	// A prompt of 100 tokens costs 100 ms, a decode step 10 ms.
+	cost := fakeCost{fn: func(s Step) time.Duration { return 10*ms + time.Duration(s.PrefillTokens)*ms }, kv: 1 << 20}
+	cc := CurveConfig{Users: []int{1, 3}, Requests: 24, PromptTokens: 100, MaxTokens: 20, Phases: 8}
+	run := func() []metrics.Level {
+		lv, err := Curve(context.Background(), EngineConfig{Seed: 3}, cost, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lv
+	}
+	a, b := run(), run()
+	if a[1].TTFT != b[1].TTFT || a[0].Repeats != nil {
+		t.Fatalf("not reproducible, or one user's level repeated: %+v / %+v", a[1].TTFT, b[1].TTFT)
+	}
+	r := a[1].Repeats
+	if r == nil || r.Runs != 8 || r.Fold != "mean" || len(r.PerRun["ttft_p50"]) != 8 {
+		t.Fatalf("repeats %+v", r)
+	}
+	sum := 0.0
+	for _, v := range r.PerRun["ttft_p50"] {
+		sum += v
+	}
+	if math.Abs(a[1].TTFT.P50-sum/8) > 1e-9 {
+		t.Errorf("TTFT p50 %.3f, the runs' mean %.3f", a[1].TTFT.P50, sum/8)
+	}
+	// A prompt's first token comes 110 ms after it reaches an idle engine
+	// at best (its prefill step alone).
+	if sp := r.Spread["ttft_p50"]; sp[0] == sp[1] || sp[0] < 110 {
+		t.Errorf("TTFT p50 over the phases %.1f–%.1f ms: want them to vary, from 110 ms up", sp[0], sp[1])
+	}
+	cc.Phases = 1
+	one := run()
+	if one[1].Repeats != nil || one[1].TTFT.Count != 24 {
+		t.Errorf("Phases 1 is one run: %+v", one[1].Repeats)
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,7 +35,10 @@ type ClosedLoop struct {
 	// StartSpread spreads the users' first requests evenly over this time
 	// (user u's at u×StartSpread/Users), as tokbench bench does over one
 	// request's duration by default; 0 starts them all at time zero.
-	StartSpread  time.Duration
+	StartSpread time.Duration
+	// Starts, when set, are the users' first arrivals instead (one per
+	// user, in increasing order).
+	Starts       []time.Duration
 	Users        int
 	Requests     int
 	PromptTokens int
@@ -52,6 +56,9 @@ func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load Closed
 	}
 	if load.Requests < 0 {
 		return nil, fmt.Errorf("closed loop: requests %d: must be >= 0", load.Requests)
+	}
+	if load.Starts != nil && (len(load.Starts) != load.Users || !slices.IsSorted(load.Starts)) {
+		return nil, fmt.Errorf("closed loop: %d starts for %d users, or not in order", len(load.Starts), load.Users)
 	}
 	e, err := NewEngine(cfg, cost)
 	if err != nil {
@@ -76,6 +83,9 @@ func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load Closed
 	// submitted once engine time reaches it (Submit takes arrivals in order).
 	next := 0
 	first := func(u int) time.Duration {
+		if load.Starts != nil {
+			return load.Starts[u]
+		}
 		return time.Duration(int64(load.StartSpread) * int64(u) / int64(load.Users))
 	}
 	start := func(upTo time.Duration) error {
