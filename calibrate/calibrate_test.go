@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/sim"
 )
 
@@ -77,5 +78,47 @@ func TestFromRunNeedsPhysics(t *testing.T) {
 	s.Levels[0].Physics = nil
 	if _, err := FromRun(context.Background(), "run", s, nil, Options{}); err == nil {
 		t.Fatal("a run without physics was fitted")
+	}
+}
+
+// TestPredictsLlamaServer is the real-server check: calibrate from a
+// tokbench bench of llama.cpp's llama-server (b4748, a 150 MB F16 model,
+// 4 slots, 2 CPU threads, --concurrency 1,2, 258 tokens in and 64 out,
+// --hardware local on a 2-core machine measuring 22.4 GB/s), then predict
+// c=4 and c=8 with the phase replicas simulate --calibration runs. The
+// measured figures are a second run of the same server at c=4 and c=8 (32
+// requests each). At c=4 users fall into step in pairs (two prompts in
+// one step, their answers ending in one step), which the evenly spread
+// simulation never does: its TTFT p50 there is 45% short.
+func TestPredictsLlamaServer(t *testing.T) {
+	s, err := results.ReadSummary("testdata/llamacpp-c1-c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := FromRun(context.Background(), "run12", s, map[string]string{"server_slots": "4"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		users           int
+		ttft, decodeTPS float64
+	}{{4, 565.3, 35.70}, {8, 3126, 38.67}} {
+		lv, err := sim.Curve(context.Background(), f.Engine(), f.Cost, sim.CurveConfig{
+			Users: []int{m.users}, Requests: 32, PromptTokens: 258, MaxTokens: 64, Phases: 16,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := lv[0]
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{{"TTFT p50", got.TTFT.P50, m.ttft}, {"decode TPS p50", got.DecodeTPS.P50, m.decodeTPS}} {
+			e := c.got/c.want - 1
+			t.Logf("c=%d %s: predicted %.2f, measured %.2f (%+.1f%%)", m.users, c.name, c.got, c.want, 100*e)
+			if math.Abs(e) > 0.15 {
+				t.Errorf("c=%d %s: predicted %.2f, measured %.2f: %.1f%% off, want within 15%%", m.users, c.name, c.got, c.want, 100*e)
+			}
+		}
 	}
 }

@@ -61,6 +61,9 @@ func TestCalibrateThenSimulate(t *testing.T) {
 	if out.Target.Calibration != cal || out.Target.Model != "tiny" || len(out.Levels) != 1 {
 		t.Fatalf("target %+v, %d levels", out.Target, len(out.Levels))
 	}
+	if r := out.Levels[0].Repeats; r == nil || r.Runs != calibratedPhases || r.Fold != "mean" {
+		t.Errorf("a calibrated level is not the mean of %d phases: %+v", calibratedPhases, r)
+	}
 	if g, w := out.Levels[0].DecodeTPS.P50, want[0].DecodeTPS.P50; g < 0.95*w || g > 1.05*w {
 		t.Errorf("c=4 decode p50 %.2f, the deployment's %.2f", g, w)
 	}

@@ -75,6 +75,8 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"simulate", "--output-tokens", "0"}, "--output-tokens"},
 		{[]string{"simulate", "--input-tokens", "10000000"}, "--input-tokens"},
 		{[]string{"simulate", "--spec-acceptance", "1.5", "--spec-draft-tokens", "3"}, "--spec-acceptance"},
+		{[]string{"simulate", "--phases", "-1"}, "--phases"},
+		{[]string{"simulate", "--phases", "4", "--lockstep"}, "--phases"},
 		{[]string{"serve", "--gpus", "0"}, "--gpus"},
 		{[]string{"serve", "--model", "llama-3.1-405b"}, "--model"}, // does not fit on one H100
 		{[]string{"serve", "--max-batch", "0"}, "--max-batch"},

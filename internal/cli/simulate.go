@@ -17,6 +17,7 @@ func newSimulateCmd(env Env) *cobra.Command {
 		f                       simFlags
 		concurrency, format     string
 		requests, input, output int
+		phases                  int
 		lockstep                bool
 	)
 	cmd := &cobra.Command{
@@ -48,6 +49,13 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 					input+output, cfg.Cost.KVCapacityTokens())
 			case format != "table" && format != "json":
 				return usagef("--format: unknown %q (known: table, json)", format)
+			case phases < 0 || phases > 256:
+				return usagef("--phases: want 1 to 256, got %d", phases)
+			case phases > 1 && lockstep:
+				return usagef("--phases: the users of a --lockstep level start together: give one or the other")
+			}
+			if !cmd.Flags().Changed("phases") && f.cal != nil && !lockstep {
+				phases = calibratedPhases
 			}
 			sum := metrics.Summary{
 				Schema: metrics.Schema,
@@ -57,7 +65,7 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 				sum.Target.Model = f.cal.Target.Model
 			}
 			levels, err := sim.Curve(cmd.Context(), cfg.Engine, cfg.Cost, sim.CurveConfig{
-				Users: users, Requests: requests, PromptTokens: input, MaxTokens: output, Lockstep: lockstep,
+				Users: users, Requests: requests, PromptTokens: input, MaxTokens: output, Lockstep: lockstep, Phases: phases,
 			})
 			if err != nil {
 				return err
@@ -77,9 +85,14 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 	fl.IntVar(&input, "input-tokens", 512, "prompt length in tokens")
 	fl.IntVar(&output, "output-tokens", 128, "max tokens of each request")
 	fl.StringVar(&format, "format", "table", "stdout format: table, json")
+	fl.IntVar(&phases, "phases", 1, fmt.Sprintf("run each level this many times with its users' starts at random instants and report the mean: the expected figures of a real server, whose users fall into step with each other by chance (default %d with --calibration)", calibratedPhases))
 	fl.BoolVar(&lockstep, "lockstep", false, "start each level's users at the same instant (the default spreads them over one request's duration, as bench does)")
 	return cmd
 }
+
+// calibratedPhases is --phases for a calibrated simulation: a prediction
+// of a measured deployment is its expected figures, not the best case.
+const calibratedPhases = 16
 
 // writeSimJSON writes the summary with the simulated deployment in target.
 func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) error {
