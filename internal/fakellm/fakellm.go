@@ -29,7 +29,7 @@ var Words = []string{" the", " time", " water", " people", " world", " house", "
 type Script struct {
 	TTFT        time.Duration // request arrival → first token chunk
 	Gap         time.Duration // between token chunks
-	Tokens      int           // output tokens of a full answer
+	Tokens      int           // output tokens of a full answer (0: the request's max_tokens)
 	PerChunk    int           // tokens per chunk (default 1)
 	Reasoning   int           // the first Reasoning tokens go out as reasoning_content
 	Usage       bool          // send usage (only when the client asks for it)
@@ -217,6 +217,9 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s := f.script
 	s.Gap += time.Duration(others) * s.GapPerInflight
+	if mt, ok := body["max_tokens"].(float64); ok && s.Tokens == 0 {
+		s.Tokens = int(mt)
+	}
 	var fault Fault
 	if s.Fault != nil {
 		fault = s.Fault(n)
