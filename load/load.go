@@ -59,6 +59,10 @@ type Level struct {
 	Lockstep bool
 	// Phase shifts an open-loop schedule (sharded constant-rate load).
 	Phase time.Duration
+	// Offsets, when set, are an open-loop level's send instants from its
+	// start (a trace's), one request each, instead of a schedule drawn
+	// from the arrival process; Requests and Duration are not used.
+	Offsets []time.Duration
 	// SummaryEvery, when positive, summarizes the level in windows of
 	// this length as well (metrics.Accumulator.Every): its periodic
 	// summaries, for long runs.
@@ -631,16 +635,21 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 // measured from the scheduled instant exposes coordinated omission.
 func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, error) {
 	rate := lv.Load.RateRPS
-	n := lv.Requests
-	if lv.Duration > 0 {
-		byTime := int(math.Ceil(rate * lv.Duration.Seconds()))
-		if n <= 0 || byTime < n {
-			n = byTime
+	offsets := lv.Offsets
+	if offsets == nil {
+		n := lv.Requests
+		if lv.Duration > 0 {
+			byTime := int(math.Ceil(rate * lv.Duration.Seconds()))
+			if n <= 0 || byTime < n {
+				n = byTime
+			}
 		}
-	}
-	offsets, err := Schedule(lv.Load.Arrival, rate, lv.Burstiness, n, lv.Seed)
-	if err != nil {
-		return 0, err
+		var err error
+		if offsets, err = Schedule(lv.Load.Arrival, rate, lv.Burstiness, n, lv.Seed); err != nil {
+			return 0, err
+		}
+	} else if !(rate > 0) {
+		rate = 1000 // a trace without its mean rate: the longest busy wait
 	}
 	reqCtx, done := r.requestContext(ctx)
 	defer done()
