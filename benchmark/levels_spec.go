@@ -6,6 +6,7 @@ import (
 
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/workload"
 )
 
 // LevelSpec is the load asked for: closed-loop users per level, or
@@ -33,11 +34,30 @@ type LevelSpec struct {
 	// SummaryEvery summarizes each level in windows of this length too
 	// (0: none).
 	SummaryEvery time.Duration
+	// Trace, when set, is the load: one open-loop level per TraceSpeeds
+	// factor, sending the trace's requests at its instants divided by it.
+	Trace       *workload.Trace
+	TraceSpeeds []float64
 }
 
 // Levels are the spec's levels, this shard's part of each.
 func (s LevelSpec) Levels() []load.Level {
 	var levels []load.Level
+	if t := s.Trace; t != nil {
+		n := len(t.Requests)
+		for _, speed := range s.TraceSpeeds {
+			rate := 0.0
+			if span := t.Span().Seconds() / speed; span > 0 {
+				rate = float64(n-1) / span
+			}
+			levels = append(levels, load.Level{
+				Load:     metrics.Load{Mode: metrics.ModeRate, RateRPS: rate, Arrival: metrics.ArrivalTrace, TraceSpeed: speed},
+				Requests: n, Offsets: t.Offsets(speed), Warmup: s.Warmup, MaxInFlight: s.MaxInFlight,
+				SummaryEvery: s.SummaryEvery,
+			})
+		}
+		return levels
+	}
 	for _, r := range s.Rates {
 		n := s.Requests
 		if n == 0 && s.Duration == 0 {

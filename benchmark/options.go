@@ -34,6 +34,11 @@ type Options struct {
 	Requests          int
 	Duration          time.Duration
 	Warmup            int
+	// Trace replays a production trace (Mooncake JSONL, Azure CSV or
+	// tokbench's JSONL; TraceFormat "" detects it): each request at its
+	// recorded instant, TraceSpeed (a comma list, one level each) times
+	// as fast, TraceWindow ("A:B", trace time) a slice of it.
+	Trace, TraceFormat, TraceSpeed, TraceWindow string
 
 	// InputTokens is a length (N, MEAN:STDDEV, LO-HI) or a comma list of
 	// them; OutputTokens one length.
@@ -101,7 +106,7 @@ func DefaultOptions() Options {
 		DatasetFormat: workload.FormatAuto, PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
 		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
 		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
-		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5,
+		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5, TraceSpeed: "1",
 	}
 }
 
@@ -125,6 +130,8 @@ type options struct {
 	tok       tokenize.Tokenizer
 	tls       *tls.Config
 	keyEnv    string
+	trace     *workload.Trace
+	speeds    []float64
 }
 
 func (o *options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
@@ -142,7 +149,7 @@ func (opts Options) Plan() (*Plan, error) {
 		// A CI script's unset variable must not gate on simulated numbers.
 		return nil, inputErrorf("--url: empty; leave it out to benchmark the embedded simulator")
 	}
-	for _, check := range []func() error{o.loadShape, o.checkLoad, o.network, o.protocol, o.workload} {
+	for _, check := range []func() error{o.loadShape, o.checkLoad, o.readTrace, o.network, o.protocol, o.workload} {
 		if err := check(); err != nil {
 			return nil, err
 		}
@@ -426,7 +433,75 @@ func (o *options) plannedWorkload(promptSeed uint64) Workload {
 	if o.format == workload.FormatText {
 		wl.Corpus = o.Dataset
 	}
+	if t := o.trace; t != nil {
+		wl.Trace = t
+		in, out := 0, 0
+		for _, r := range t.Requests {
+			in, out = in+r.InputTokens, out+r.OutputTokens
+		}
+		wl.InputTokens, wl.OutputTokens = in/len(t.Requests), out/len(t.Requests)
+	}
 	return wl
+}
+
+// readTrace reads --trace, its window and speeds; a trace is the load, so
+// the options that make levels of their own are refused beside it.
+func (o *options) readTrace() error {
+	if o.Trace == "" {
+		for _, name := range []string{"trace-format", "trace-speed", "trace-window"} {
+			if o.given(name) {
+				return inputErrorf("--%s: applies to a replayed trace; give --trace too", name)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"concurrency", "rate", "sweep", "requests", "duration", "dataset", "input-tokens", "output-tokens", "shard", "workload", "arrival", "burstiness"} {
+		if o.given(name) {
+			return inputErrorf("--%s: a --trace run sends the trace's requests at the trace's instants with its lengths; leave --%s out", name, name)
+		}
+	}
+	t, err := workload.ReadTrace(o.Trace, o.TraceFormat)
+	if err != nil {
+		return inputErrorf("--trace: %v", err)
+	}
+	if o.TraceWindow != "" {
+		a, b, ok := strings.Cut(o.TraceWindow, ":")
+		from, err1 := traceInstant(a)
+		to, err2 := traceInstant(b)
+		if !ok || err1 != nil || err2 != nil || b != "" && to <= from {
+			return inputErrorf("--trace-window: want A:B, trace time from its first request (seconds or durations: 600:1200, 10m:20m, 10m:), got %q", o.TraceWindow)
+		}
+		if t = t.Window(from, to); len(t.Requests) == 0 {
+			return inputErrorf("--trace-window: %s holds no request of %s", o.TraceWindow, o.Trace)
+		}
+	}
+	for _, f := range strings.Split(o.TraceSpeed, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0) || v > 1e6 {
+			return inputErrorf("--trace-speed: want positive factors (2 is twice as fast), got %q", o.TraceSpeed)
+		}
+		o.speeds = append(o.speeds, v)
+	}
+	o.trace = t
+	o.IgnoreEOS = true // the trace's output lengths, exactly
+	return nil
+}
+
+// traceInstant reads one end of --trace-window: seconds or a duration
+// ("" is 0).
+func traceInstant(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if v, err := strconv.ParseFloat(s, 64); err == nil && v >= 0 {
+		return time.Duration(v * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, errors.New("bad instant")
+	}
+	return d, nil
 }
 
 // credentials sets the plan's headers, API key and secrets: the key from
@@ -499,6 +574,10 @@ func (o *options) levelSpec() (LevelSpec, error) {
 		spec.InputTokens = append(spec.InputTokens, int(d.Mean))
 	}
 	var err error
+	if o.trace != nil {
+		spec.Trace, spec.TraceSpeeds = o.trace, o.speeds
+		return spec, nil
+	}
 	spec.Concurrency, spec.Rates, err = o.levels()
 	return spec, err
 }
@@ -527,6 +606,12 @@ func (o *options) config(p *Plan) Config {
 		hs = append(hs, redactHeaderArg(h))
 	}
 	conc, rates, _ := o.levels()
+	var trace *TraceConfig
+	if t := o.trace; t != nil {
+		conc = nil
+		trace = &TraceConfig{File: t.Path, Format: t.Format, Speed: o.speeds, Window: o.TraceWindow,
+			Requests: len(t.Requests), SpanS: t.Span().Seconds()}
+	}
 	var in []string
 	for _, d := range o.inputs {
 		in = append(in, d.String())
@@ -535,7 +620,7 @@ func (o *options) config(p *Plan) Config {
 		URL: api.RedactURL(o.URL), API: o.API, Model: o.Model,
 		Concurrency: conc, Rate: rates, Arrival: o.Arrival, Burstiness: o.Burstiness,
 		MaxConcurrency: o.MaxConcurrency, Requests: o.Requests, Duration: o.Duration.String(),
-		Warmup: o.Warmup, InputTokens: p.Workload.InputTokens, OutputTokens: p.Workload.OutputTokens,
+		Warmup: o.Warmup, Trace: trace, InputTokens: p.Workload.InputTokens, OutputTokens: p.Workload.OutputTokens,
 		Tokenizer: p.Workload.Tokenizer.Name(), IgnoreEOS: o.IgnoreEOS, Headers: hs,
 		APIKeyEnv: o.keyEnv, Timeout: o.Timeout.String(), StallTimeout: o.StallTimeout.String(),
 		Seed: o.Seed, PromptSeed: p.Workload.PromptSeed,

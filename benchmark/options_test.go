@@ -50,6 +50,9 @@ func TestOptionsPlanNamesTheFlag(t *testing.T) {
 		{"tiny windows", func(o *Options) { o.SummaryEvery = time.Millisecond }, nil, "--summary-every: want 1s or more"},
 		{"local without a server", func(o *Options) { o.Hardware = "local" }, nil, "--hardware local: judges a server"},
 		{"gguf without hardware", func(o *Options) { o.URL, o.GGUF = "http://127.0.0.1:1/v1", "m.gguf" }, nil, "--gguf: gives the model"},
+		{"trace speed without trace", func(o *Options) {}, []string{"trace-speed"}, "--trace-speed: applies to a replayed trace"},
+		{"trace and concurrency", func(o *Options) { o.Trace = "t.jsonl" }, []string{"concurrency"}, "--concurrency: a --trace run"},
+		{"missing trace", func(o *Options) { o.Trace = "/nonexistent/t.jsonl" }, nil, "--trace: open /nonexistent/t.jsonl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()

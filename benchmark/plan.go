@@ -132,6 +132,9 @@ type Workload struct {
 	// InputTokens and OutputTokens stand for the run where one number is
 	// needed (the physics context).
 	InputTokens, OutputTokens int
+	// Trace, when set, makes every level's requests: the trace's (see
+	// workload.TraceSource).
+	Trace *workload.Trace
 }
 
 // Switch is an auto/on/off setting.
@@ -162,6 +165,16 @@ func IsInputError(err error) bool {
 	return ok
 }
 
+// TraceConfig is run.json's account of a replayed trace.
+type TraceConfig struct {
+	File     string    `json:"file"`
+	Format   string    `json:"format"`
+	Speed    []float64 `json:"speed"`
+	Window   string    `json:"window,omitempty"`
+	Requests int       `json:"requests"`
+	SpanS    float64   `json:"span_s"`
+}
+
 // Config is run.json's configuration: the benchmark as given, secrets
 // removed (sensitive header values read "[REDACTED]").
 type Config struct {
@@ -176,6 +189,7 @@ type Config struct {
 	Requests        int              `json:"requests"`
 	Duration        string           `json:"duration"`
 	Warmup          int              `json:"warmup"`
+	Trace           *TraceConfig     `json:"trace,omitempty"`
 	InputTokens     int              `json:"input_tokens"`
 	OutputTokens    int              `json:"output_tokens"`
 	Tokenizer       string           `json:"tokenizer"`

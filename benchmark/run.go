@@ -349,6 +349,13 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 		return r.hooks.Source(idx, lv), nil
 	}
 	wl := r.p.Workload
+	if wl.Trace != nil {
+		src, err := workload.NewTraceSource(wl.Trace, wl.Tokenizer, r.model, r.p.Shard.Seed(wl.PromptSeed))
+		if err != nil {
+			return nil, inputErrorf("--trace: %v", err)
+		}
+		return src, nil
+	}
 	n := lv.Requests * max(lv.Steps, 1) // warm-ups are variants of these (Source.WarmupRequest)
 	if lv.Duration > 0 && lv.Requests == 0 {
 		n = max(256, 4*lv.Load.Concurrency)

@@ -30,6 +30,7 @@ const (
 	ArrivalConstant Arrival = "constant" // evenly spaced
 	ArrivalPoisson  Arrival = "poisson"  // exponential gaps
 	ArrivalGamma    Arrival = "gamma"    // gamma gaps of a given shape (burstiness)
+	ArrivalTrace    Arrival = "trace"    // a replayed trace's instants (RateRPS is its mean rate)
 )
 
 // Load describes one load level.
@@ -41,6 +42,9 @@ type Load struct {
 	// InputTokens is the prompt length of the level when input length is
 	// a sweep dimension (--input-tokens 1k,8k,32k); 0 otherwise.
 	InputTokens int `json:"input_tokens,omitempty"`
+	// TraceSpeed is a replayed trace's speed-up (Arrival trace; RateRPS is
+	// then its mean rate at that speed).
+	TraceSpeed float64 `json:"trace_speed,omitempty"`
 }
 
 // String is a short label: "c=8" or "5 req/s poisson".
@@ -51,6 +55,9 @@ func (l Load) String() string {
 	}
 	if l.Mode == ModeRate {
 		s = fmt.Sprintf("%g req/s %s", l.RateRPS, l.Arrival)
+	}
+	if l.Arrival == ArrivalTrace {
+		s = fmt.Sprintf("trace ×%g (%.3g req/s)", l.TraceSpeed, l.RateRPS)
 	}
 	if l.InputTokens > 0 {
 		s += fmt.Sprintf(" in=%d", l.InputTokens)
