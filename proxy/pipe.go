@@ -2,49 +2,51 @@ package proxy
 
 import (
 	"io"
-	"sync"
 	"time"
 )
 
-// stampPipe hands the bytes the proxy forwards to a protocol decoder
-// with the instant each read of them arrived: its ArrivalClock is what
-// the sse decoders stamp events with. A send blocks only while the
-// decoder is more than a few reads behind.
-type stampPipe struct {
-	ch   chan piece
-	once sync.Once
-	cur  piece // being read
+// stampLog keeps the bytes of an answer the proxy forwarded with the
+// instant each read of them arrived, for a protocol decoder to read once
+// the answer has ended: decoding costs the client's path nothing (no
+// goroutine woken per chunk), and the decoder's ArrivalClock stamps each
+// event with its read's instant, as the sse decoders stamp a live stream.
+type stampLog struct {
+	buf   []byte
+	reads []logRead
+	// reading
+	off  int // in buf
+	next int // the read holding off
 	at   time.Time
 }
 
-type piece struct {
-	b  []byte
-	at time.Time
+// logRead is one read: its bytes end at end in buf.
+type logRead struct {
+	end int
+	at  time.Time
 }
 
-func newStampPipe() *stampPipe { return &stampPipe{ch: make(chan piece, 16)} }
-
-// send queues a copy of b, read at at.
-func (p *stampPipe) send(b []byte, at time.Time) {
-	p.ch <- piece{b: append([]byte(nil), b...), at: at}
+// add keeps a copy of b, read at at.
+func (l *stampLog) add(b []byte, at time.Time) {
+	l.buf = append(l.buf, b...)
+	l.reads = append(l.reads, logRead{end: len(l.buf), at: at})
 }
 
-func (p *stampPipe) close() { p.once.Do(func() { close(p.ch) }) }
-
-func (p *stampPipe) Read(b []byte) (int, error) {
-	if len(p.cur.b) == 0 {
-		pc, ok := <-p.ch
-		if !ok {
-			return 0, io.EOF
-		}
-		p.cur = pc
+// Read reads the kept bytes up to the end of one read at a time, so the
+// clock says when what it returns arrived.
+func (l *stampLog) Read(b []byte) (int, error) {
+	if l.next == len(l.reads) {
+		return 0, io.EOF
 	}
-	n := copy(b, p.cur.b)
-	p.cur.b = p.cur.b[n:]
-	p.at = p.cur.at
+	r := l.reads[l.next]
+	n := copy(b, l.buf[l.off:r.end])
+	l.off += n
+	l.at = r.at
+	if l.off == r.end {
+		l.next++
+	}
 	return n, nil
 }
 
 // ArrivalClock stamps what was just read with the instant it reached the
 // proxy.
-func (p *stampPipe) ArrivalClock() func() time.Time { return func() time.Time { return p.at } }
+func (l *stampLog) ArrivalClock() func() time.Time { return func() time.Time { return l.at } }

@@ -376,25 +376,17 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	var finish func()
 	overlong := false
 	if c.streamed {
-		pipe := newStampPipe()
-		decoded := make(chan struct{})
-		go func() {
-			defer close(decoded)
-			c.a.Decode(pipe, resp)
-			io.Copy(io.Discard, pipe) // the rest, so the copy below never blocks
-		}()
+		log := &stampLog{}
 		measured := int64(0)
 		send = func(b []byte, at time.Time) {
 			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
-				pipe.send(b, at)
+				log.add(b, at)
 			} else {
 				overlong = true
-				pipe.close()
 			}
 		}
 		finish = func() {
-			pipe.close()
-			<-decoded
+			c.a.Decode(log, resp)
 			if overlong {
 				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
 			}
