@@ -1,9 +1,19 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,47 +62,45 @@ func BenchmarkProxyStreams(b *testing.B) {
 }
 
 // BenchmarkProxyOverhead: what the proxy adds to what a client gets, at
-// 100 concurrent streams. Each round sends 100 streams straight to a fake
-// server and 100 through the proxy, with tokbench's own client (kernel
-// receive stamps on its connections); a chunk's delay is its arrival at
-// the client minus the server's flush of it. Reported: the delay's p50 and
-// p99 through the proxy less the same percentile direct, for the first
-// chunk (TTFT) and for every chunk, and the proxy's CPU per chunk (the
-// process's CPU time through the proxy less direct, per proxied chunk).
+// 100 concurrent streams. The proxy runs in a process of its own, as it
+// does in front of an application (in one process with the fake server
+// and the clients, its goroutines would wait for theirs). Each round
+// sends 100 streams straight to a fake server and 100 through the proxy,
+// started over one gap between chunks as steady traffic is, with
+// tokbench's own client (kernel receive stamps); a chunk's delay is its
+// arrival at the client less the server's flush of it. It reports the
+// delay's p50 and p99 through the proxy less the same percentile direct,
+// for the first chunk (TTFT) and every chunk, and the proxy process's CPU
+// time per chunk it carried.
 func BenchmarkProxyOverhead(b *testing.B) {
-	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: 5 * time.Millisecond, Tokens: 32, Usage: true})
+	const gap = 20 * time.Millisecond // 50 tokens/s a stream
+	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true})
 	defer up.Close()
-	base, _ := proxied(b, up.URL)
+	px := startChild(b, up.URL+"/v1")
 	const streams = 100
 	type side struct {
 		first, every []float64
-		cpu          time.Duration
 		chunks       int
 	}
-	var direct, through side
+	var direct, through, relayed side
 	client := func(u string) *api.Client {
 		return &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: u + "/v1"}
 	}
-	cd, cp := client(up.URL), client(base)
+	cd, cp, cr := client(up.URL), client(px.url), client(px.relay)
 	round := func(cl *api.Client, s *side) {
-		flushes := func() map[string][]time.Time {
-			m := map[string][]time.Time{}
-			for _, st := range up.Streams() {
-				m[st.ID] = st.Flushes
-			}
-			return m
-		}
-		before := cpuTime()
 		resps := make([]*api.Response, streams)
 		var wg sync.WaitGroup
 		for i := range streams {
 			wg.Go(func() {
+				time.Sleep(time.Duration(i) * gap / streams)
 				resps[i] = cl.Do(context.Background(), &api.Request{Model: "m", MaxTokens: 32, Messages: []api.Message{{Role: "user", Content: "hi"}}})
 			})
 		}
 		wg.Wait()
-		s.cpu += cpuTime() - before
-		fl := flushes()
+		fl := map[string][]time.Time{}
+		for _, st := range up.Streams() {
+			fl[st.ID] = st.Flushes
+		}
 		for _, r := range resps {
 			f := fl[r.ID]
 			if r.Failed() || len(f) != len(r.Chunks) {
@@ -110,12 +118,17 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	}
 	round(cd, &direct) // connections open, code warm
 	round(cp, &through)
-	direct, through = side{}, side{}
+	round(cr, &relayed)
+	direct, through, relayed = side{}, side{}, side{}
+	var cpu time.Duration
 	for b.Loop() {
 		round(cd, &direct)
+		cpu0 := px.cpu(b)
 		round(cp, &through)
+		cpu += px.cpu(b) - cpu0
+		round(cr, &relayed)
 	}
-	for _, s := range []*side{&direct, &through} {
+	for _, s := range []*side{&direct, &through, &relayed} {
 		slices.Sort(s.first)
 		slices.Sort(s.every)
 	}
@@ -128,8 +141,116 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(added(99, first), "added-ttft-p99-ms")
 	b.ReportMetric(added(50, every), "added-chunk-p50-ms")
 	b.ReportMetric(added(99, every), "added-chunk-p99-ms")
-	b.ReportMetric(float64(through.cpu-direct.cpu)/float64(through.chunks)/1e3, "proxy-cpu-µs/chunk")
+	b.ReportMetric(float64(cpu)/float64(through.chunks)/1e3, "proxy-cpu-µs/chunk")
+	// The floor: a TCP relay in the same process (a goroutine per
+	// direction copying bytes), which any proxy's hop costs at least.
+	b.ReportMetric(metrics.Percentile(relayed.every, 99)-metrics.Percentile(direct.every, 99), "relay-added-chunk-p99-ms")
+	b.ReportMetric(metrics.Percentile(relayed.first, 99)-metrics.Percentile(direct.first, 99), "relay-added-ttft-p99-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// child is a proxy in a process of its own: the test binary run again
+// with childEnv set (TestMain).
+type child struct {
+	url   string
+	relay string // a TCP relay to the same upstream, for the floor
+	in    io.WriteCloser
+	out   *bufio.Reader
+}
+
+const childEnv = "TOKBENCH_PROXY_CHILD_UPSTREAM"
+
+// startChild starts a proxy process in front of upstream.
+func startChild(b *testing.B, upstream string) *child {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+upstream)
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	outPipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	c := &child{in: in, out: bufio.NewReader(outPipe)}
+	line, err := c.out.ReadString('\n')
+	if err != nil {
+		b.Fatalf("the proxy process: %v", err)
+	}
+	c.url, c.relay, _ = strings.Cut(strings.TrimSpace(line), " ")
+	return c
+}
+
+// cpu asks the proxy process for its CPU time so far.
+func (c *child) cpu(b *testing.B) time.Duration {
+	b.Helper()
+	io.WriteString(c.in, "cpu\n")
+	line, err := c.out.ReadString('\n')
+	ns, perr := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil || perr != nil {
+		b.Fatalf("the proxy process's CPU: %q %v", line, err)
+	}
+	return time.Duration(ns)
+}
+
+// relay serves a TCP relay to addr and returns its URL.
+func relay(addr string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				up, err := net.Dial("tcp", addr)
+				if err != nil {
+					c.Close()
+					return
+				}
+				go func() { io.Copy(up, c); up.Close() }()
+				io.Copy(c, up)
+				c.Close()
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestMain runs the proxy process BenchmarkProxyOverhead starts: a proxy
+// in front of the upstream childEnv names, printing its URL, then its CPU
+// time for each line read on stdin, until stdin closes.
+func TestMain(m *testing.M) {
+	upstream := os.Getenv(childEnv)
+	if upstream == "" {
+		os.Exit(m.Run())
+	}
+	u, _ := url.Parse(upstream)
+	if path := os.Getenv("TOKBENCH_PROXY_CHILD_PROFILE"); path != "" {
+		f, _ := os.Create(path)
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	go func() {
+		if _, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Ready: func(p, _ string) { ready <- p }}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}()
+	fmt.Println(<-ready, relay(u.Host))
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		fmt.Println(int64(cpuTime()))
+	}
+	stop()
+	pprof.StopCPUProfile()
+	select {} // Run returns and exits
 }
 
 // cpuTime is the process's user and system CPU time so far.
