@@ -51,7 +51,14 @@ type Accumulator struct {
 	conn   connAcc
 	cache  cacheAcc
 	chains chainAcc
+	turns  []turnAcc // by Record.Step − 1
 }
+
+// turnAcc accumulates one turn of a level's conversations.
+type turnAcc struct{ in, ttft, dtps Sample }
+
+// maxTurns bounds the turns a level keeps figures of.
+const maxTurns = 1024
 
 // NewAccumulator starts the summary of a level of load. With slos, the
 // level's goodput counts the requests that met every one (ApplySLOs's
@@ -216,6 +223,17 @@ func (a *Accumulator) Add(r *Record) {
 	if r.Server != nil && r.Server.DecodeTPS > 0 {
 		a.server.Add(r.Server.DecodeTPS)
 	}
+	if r.Step > 0 && r.Step <= maxTurns {
+		for len(a.turns) < r.Step {
+			a.turns = append(a.turns, turnAcc{})
+		}
+		t := &a.turns[r.Step-1]
+		t.in.Add(float64(r.InputTokens))
+		t.ttft.Add(r.TTFTMs)
+		if v, ok := r.DecodeTPS(); ok {
+			t.dtps.Add(v)
+		}
+	}
 }
 
 // Level is the level's summary; it ends the accumulation (call it once).
@@ -266,6 +284,10 @@ func (a *Accumulator) Level(durationS float64) Level {
 	a.conn.apply(&lv)
 	a.cache.apply(&lv)
 	lv.ChainMs = a.chains.stats()
+	for i := range a.turns {
+		t := &a.turns[i]
+		lv.Turns = append(lv.Turns, TurnStats{Turn: i + 1, Completed: t.ttft.Len(), InputTokens: t.in.Stats(), TTFT: t.ttft.Stats(), DecodeTPS: t.dtps.Stats()})
+	}
 	lv.Precision = a.precision()
 	if a.win != nil {
 		if a.win.lv.Requests.Sent > 0 {

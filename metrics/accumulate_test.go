@@ -256,3 +256,31 @@ func TestWindowEdges(t *testing.T) {
 		t.Fatalf("%d windows, last %+v", n, lv.Windows[n-1])
 	}
 }
+
+// TestTurns: a conversation level's figures by turn, from the records'
+// steps; failed requests and single ones stay out.
+func TestTurns(t *testing.T) {
+	a := NewAccumulator(Load{Mode: ModeConcurrency, Concurrency: 2}, nil)
+	for chain := 1; chain <= 2; chain++ {
+		for step := 1; step <= 3; step++ {
+			a.Add(&Record{OK: true, Chain: chain, Step: step, InputTokens: 100 * step, TTFTMs: float64(10 * step),
+				OutputTokens: 11, ChunkMs: []float64{float64(10 * step), float64(10*step) + 100}, ChunkTokens: []int{1, 10}})
+		}
+	}
+	a.Add(&Record{Chain: 1, Step: 3, ErrorClass: "timeout"})
+	lv := a.Level(0)
+	if len(lv.Turns) != 3 {
+		t.Fatalf("%d turns", len(lv.Turns))
+	}
+	for i, tu := range lv.Turns {
+		k := float64(i + 1)
+		if tu.Turn != i+1 || tu.Completed != 2 || tu.InputTokens.P50 != 100*k || tu.TTFT.P50 != 10*k || tu.DecodeTPS.P50 != 100 {
+			t.Errorf("turn %d: %+v", i+1, tu)
+		}
+	}
+	b := NewAccumulator(Load{Mode: ModeConcurrency, Concurrency: 1}, nil)
+	b.Add(&Record{OK: true, TTFTMs: 5})
+	if b.Level(0).Turns != nil {
+		t.Error("single requests reported by turn")
+	}
+}

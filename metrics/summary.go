@@ -65,6 +65,16 @@ func (l Load) String() string {
 	return s
 }
 
+// TurnStats are the completed requests of one turn (from 1) of a level's
+// conversations: their prompts' tokens, TTFT and decode rate.
+type TurnStats struct {
+	Turn        int   `json:"turn"`
+	Completed   int   `json:"completed"`
+	InputTokens Stats `json:"input_tokens"`
+	TTFT        Stats `json:"ttft_ms"`
+	DecodeTPS   Stats `json:"decode_tps"`
+}
+
 // Requests counts a level's requests; Errors is keyed by error class.
 type Requests struct {
 	Sent      int            `json:"sent"`
@@ -150,6 +160,10 @@ type Level struct {
 	// ChainMs is the wall-clock of complete agent chains, first call's t0 to
 	// the last call's end, think time included.
 	ChainMs *Stats `json:"chain_ms,omitempty"`
+	// Turns are a conversation level's figures turn by turn (an agent
+	// chain's step by step): a chat's prompt grows with every turn, and
+	// turn 1 against turn N is what its users feel.
+	Turns []TurnStats `json:"turns,omitempty"`
 	// Precision, on a level too long to hold every value, says which
 	// percentiles are a sketch's and how close they are.
 	Precision *Precision `json:"precision,omitempty"`

@@ -101,6 +101,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 		if c := lv.ChainMs; c != nil {
 			notes = append(notes, fmt.Sprintf("%s: agent chain wall-clock p50 %.4g s, p95 %.4g s over %d chains", lv.Load, c.P50/1000, c.P95/1000, c.Count))
 		}
+		if n := TurnsNote(lv.Turns); n != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
+		}
 		if c := lv.Cost; c != nil {
 			notes = append(notes, fmt.Sprintf("%s: %.4g per million output tokens (%s)", lv.Load, c.PerMillionOutput, c.Basis))
 		}
@@ -248,4 +251,25 @@ func serverMetricsNote(lv metrics.Level) string {
 		line += "; client − server mean: " + strings.Join(gap, ", ")
 	}
 	return line
+}
+
+// TurnsNote is a conversation level's figures by turn ("" for a level of
+// single requests): each turn's prompt, TTFT p50 and decode rate p50, the
+// first and last turns always, the middle ones while they fit.
+func TurnsNote(turns []metrics.TurnStats) string {
+	if len(turns) < 2 {
+		return ""
+	}
+	var parts []string
+	for i, t := range turns {
+		if len(turns) > 8 && i >= 3 && i < len(turns)-3 {
+			if i == 3 {
+				parts = append(parts, "…")
+			}
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d: %.0f tok in, TTFT %s ms, decode %s tok/s", t.Turn, t.InputTokens.P50,
+			metrics.Figure(t.TTFT.P50), metrics.Figure(t.DecodeTPS.P50)))
+	}
+	return "by turn (p50s): " + strings.Join(parts, "; ")
 }
