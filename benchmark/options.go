@@ -70,8 +70,9 @@ type Options struct {
 	SweepMax     int
 	Shard        string // I/N
 	StartAt      string // RFC 3339
-	Workload     string // synthetic or agent
+	Workload     string // synthetic, agent or chat
 	Steps        int
+	Turns        int // chat: turns per conversation
 	ThinkTime    time.Duration
 	RampUp       time.Duration
 	Lockstep     bool
@@ -106,7 +107,7 @@ func DefaultOptions() Options {
 		DatasetFormat: workload.FormatAuto, PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
 		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
 		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
-		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5, TraceSpeed: "1",
+		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5, Turns: 5, TraceSpeed: "1",
 	}
 }
 
@@ -276,8 +277,21 @@ func (o *options) loadShape() error {
 		if o.Steps < 2 {
 			return inputErrorf("--steps: an agent chain needs at least 2 calls, got %d", o.Steps)
 		}
+	case "chat":
+		// A conversation is a chain whose every turn carries the whole
+		// history, as an agent's calls do; --turns counts them.
+		if o.Turns < 2 {
+			return inputErrorf("--turns: a conversation needs at least 2 turns, got %d", o.Turns)
+		}
+		if o.given("steps") {
+			return inputErrorf("--steps: counts an agent chain's calls; a chat's are --turns")
+		}
+		o.Steps = o.Turns
 	default:
-		return inputErrorf("--workload: unknown %q (known: synthetic, agent)", o.Workload)
+		return inputErrorf("--workload: unknown %q (known: synthetic, agent, chat)", o.Workload)
+	}
+	if o.given("turns") && o.Workload != "chat" {
+		return inputErrorf("--turns: counts a conversation's turns; give --workload chat")
 	}
 	switch o.Sweep {
 	case "":

@@ -367,7 +367,7 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 	cfg := workload.Config{
 		Tokenizer: wl.Tokenizer, Counter: r.counter, Input: in, Output: wl.Output, Rows: wl.Rows,
 		PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
-		Model: r.model, IgnoreEOS: r.p.IgnoreEOS, MinTokens: wl.MinTokens,
+		Model: r.model, IgnoreEOS: r.p.IgnoreEOS, MinTokens: wl.MinTokens, Steps: lv.Steps,
 		Seed: r.p.Shard.Seed(wl.PromptSeed), Level: idx,
 	}
 	if wl.Corpus != "" {

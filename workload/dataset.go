@@ -33,6 +33,10 @@ type Row struct {
 	// is left 0 and Reply, the recorded answer, sets it by its token count.
 	MaxTokens int
 	Reply     string
+	// Turns are a ShareGPT conversation's later human turns, and
+	// TurnReplies the recorded answer to each ("" where none followed):
+	// a chat workload's turns 2, 3, … send them in turn.
+	Turns, TurnReplies []string
 	// Line is where the row starts in its file (1-based).
 	Line int
 }
@@ -267,14 +271,21 @@ func ReadShareGPT(r io.Reader, name string, fn func(Row) error) error {
 		for j, c := range e.Conversations {
 			switch strings.ToLower(c.From) {
 			case "human", "user":
-				if row.Prompt == "" {
+				switch {
+				case row.Prompt == "":
 					if strings.TrimSpace(c.Value) == "" {
 						return &RowError{File: name, Line: line, Field: fmt.Sprintf("[%d].conversations[%d].value", i, j), Msg: "is empty"}
 					}
 					row.Prompt = c.Value
+				case strings.TrimSpace(c.Value) != "":
+					row.Turns = append(row.Turns, c.Value)
+					row.TurnReplies = append(row.TurnReplies, "")
 				}
 			case "gpt", "assistant", "chatgpt", "bard", "bing":
-				if row.Prompt != "" && row.Reply == "" {
+				switch {
+				case len(row.Turns) > 0 && row.TurnReplies[len(row.Turns)-1] == "":
+					row.TurnReplies[len(row.Turns)-1] = c.Value
+				case row.Prompt != "" && row.Reply == "":
 					row.Reply = c.Value
 				}
 			}

@@ -40,6 +40,12 @@ type Config struct {
 	IgnoreEOS                  bool
 	// MinTokens is sent as min_tokens (vLLM), capped at each request's max_tokens.
 	MinTokens int
+	// Steps, above 1, is the length of the conversations (agent chains,
+	// chat turns) the requests make: request i is turn i mod Steps of
+	// conversation i / Steps. With rows, a conversation keeps its row, and
+	// its later turns send the row's later human turns (ShareGPT) where it
+	// has them.
+	Steps int
 	// Seed fixes everything; Level varies the prompts (and the order of
 	// dataset rows) between the levels of a run, so no level is served
 	// from the prompt cache an earlier one filled. Prefixes stay the same.
@@ -115,8 +121,21 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		var at textAt
 		want := 0 // the exact length intended, when there is one
 		switch {
+		case len(cfg.Rows) > 0 && cfg.Steps > 1 && i%cfg.Steps > 0 && i%cfg.Steps <= len(cfg.Rows[order[i/cfg.Steps%len(order)]].Turns):
+			// A later turn of a recorded conversation: its human turn,
+			// answered as long as the recorded reply.
+			row := cfg.Rows[order[i/cfg.Steps%len(order)]]
+			k := i%cfg.Steps - 1
+			text = row.Turns[k]
+			if r := row.TurnReplies[k]; r != "" {
+				req.MaxTokens = max(1, cfg.Tokenizer.Count(r))
+			}
 		case len(cfg.Rows) > 0:
-			row := cfg.Rows[order[i%len(order)]]
+			ri := i
+			if cfg.Steps > 1 && i%cfg.Steps == 0 {
+				ri = i / cfg.Steps // a conversation's first turn is its row's
+			}
+			row := cfg.Rows[order[ri%len(order)]]
 			switch {
 			case row.MaxTokens > 0:
 				req.MaxTokens = row.MaxTokens
@@ -160,7 +179,11 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		if req.Messages == nil {
 			req.Messages = []api.Message{{Role: "user", Content: text}}
 		}
-		if len(order) > 0 && i >= len(order) {
+		round := i // the row's round: a conversation's, with Steps
+		if cfg.Steps > 1 {
+			round = i / cfg.Steps
+		}
+		if len(order) > 0 && round >= len(order) {
 			// A dataset smaller than the level: its rows come round again,
 			// each time with words of their own in front.
 			s.redraw(req, at, 1<<50+uint64(i), 0)

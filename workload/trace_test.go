@@ -130,3 +130,34 @@ func TestTraceSourcePrompts(t *testing.T) {
 		t.Error("the warm-up request's words are the first request's")
 	}
 }
+
+// TestShareGPTTurnsDriveAChat: a conversation's later human turns are a
+// chat's later turns, each answered as long as its recorded reply; its
+// first turn is its first prompt.
+func TestShareGPTTurnsDriveAChat(t *testing.T) {
+	text := `[{"conversations": [
+	  {"from": "human", "value": "first question"}, {"from": "gpt", "value": "one two three"},
+	  {"from": "human", "value": "second question"}, {"from": "gpt", "value": "one two three four five"},
+	  {"from": "human", "value": "third question"}]}]`
+	var rows []Row
+	if err := ReadShareGPT(strings.NewReader(text), "c.json", func(r Row) error { rows = append(rows, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || len(rows[0].Turns) != 2 || rows[0].TurnReplies[0] != "one two three four five" || rows[0].TurnReplies[1] != "" {
+		t.Fatalf("rows %+v", rows)
+	}
+	tok, _ := tokenize.Open(tokenize.Default)
+	s, err := NewSource(t.Context(), Config{Tokenizer: tok, Input: Fixed(8), Output: Fixed(50), Rows: rows, Steps: 3}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		text string
+		max  int
+	}{{"first question", 3}, {"second question", 5}, {"third question", 50}} {
+		req, _ := s.Request(i)
+		if got := req.Messages[len(req.Messages)-1].Content; got != want.text || req.MaxTokens != want.max {
+			t.Errorf("turn %d: %q max %d, want %q max %d", i+1, got, req.MaxTokens, want.text, want.max)
+		}
+	}
+}
