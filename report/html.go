@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tokbench/tokbench/advise"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/results"
 )
@@ -142,6 +144,7 @@ func WriteHTML(w io.Writer, p Page) error {
 	if s.Context != nil {
 		d.Statements = append(d.Statements, "Context: "+s.Context.Statement)
 	}
+	d.Uses = useRows(s.Levels)
 	d.Meta = metaRows(p.Run, s)
 	for _, lv := range s.Levels {
 		for _, n := range []string{serverNote(lv), serverMetricsNote(lv)} {
@@ -216,6 +219,7 @@ type htmlData struct {
 	SLOs        []string
 	Verdicts    []sloRow
 	Statements  []string
+	Uses        []useRow
 	Meta        [][2]string
 	Notes       []string
 	Server      []string // the server's own timing beside the client's, per level
@@ -371,6 +375,11 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{end}}{{if .Verdicts}}<table class="slo"><tr><th>load</th><th>verdict</th><th>objective</th><th class="n">measured</th><th>result</th></tr>
 {{range $v := .Verdicts}}{{range $i, $c := $v.Checks}}<tr>{{if not $i}}<td rowspan="{{len $v.Checks}}">{{$v.Load}}</td><td rowspan="{{len $v.Checks}}" class="{{if $v.Met}}pass{{else}}fail{{end}}">{{if $v.Met}}✓ PASS{{else}}✗ FAIL{{end}}</td>{{end}}<td><code>{{$c.Expr}}</code></td><td class="n">{{$c.Value}}</td><td class="{{if $c.Met}}ok{{else}}broken{{end}}">{{if $c.Met}}met{{else}}BROKEN{{end}}</td></tr>
 {{end}}{{end}}</table>{{end}}{{end}}
+{{if .Uses}}<h2>Use cases</h2>
+<p>This endpoint against each use-case profile's objectives (<code>tokbench advise</code> sets several endpoints side by side, with their costs).</p>
+<table class="slo"><tr><th>use</th><th>objectives</th><th>verdict</th><th>why</th></tr>
+{{range .Uses}}<tr><td>{{.Profile}}</td><td><code>{{.SLOs}}</code></td><td class="{{if .Meets}}pass{{else}}fail{{end}}">{{if .Meets}}✓ meets{{else}}✗ not met{{end}}</td><td>{{.Why}}</td></tr>
+{{end}}</table>{{end}}
 <h2>Degradation curve and latency</h2>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
@@ -391,6 +400,44 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{end}}</ul>{{end}}
 </body></html>
 `))
+
+// useRow is the run's endpoint against one use-case profile.
+type useRow struct {
+	Profile, SLOs, Why string
+	Meets              bool
+}
+
+// useRows judge the run's planned levels against every use-case profile
+// (none for live traffic, which has no load levels).
+func useRows(levels []metrics.Level) []useRow {
+	var planned []metrics.Level
+	for _, lv := range levels {
+		if lv.Load.Mode == metrics.ModeConcurrency || lv.Load.Mode == metrics.ModeRate {
+			planned = append(planned, lv)
+		}
+	}
+	if len(planned) == 0 {
+		return nil
+	}
+	a, err := advise.Of([]advise.Endpoint{{Name: "this endpoint", Levels: planned}})
+	if err != nil {
+		return nil
+	}
+	var rows []useRow
+	for _, u := range a.Uses {
+		st := u.Endpoints[0]
+		why := st.Statement
+		if st.Meets && st.Level != nil {
+			why = fmt.Sprintf("up to %g %s; at %s: TTFT p95 %s ms, decode p50 %s tok/s, agent chain %s s", st.UpTo, st.LoadUnit,
+				st.Level.Load, metrics.Figure(st.Level.TTFTP95Ms), metrics.Figure(st.Level.DecodeTPSP50), metrics.Figure(st.Level.AgentChainS))
+		}
+		if u.Note != "" {
+			why += " (" + u.Note + ")"
+		}
+		rows = append(rows, useRow{Profile: u.Profile, SLOs: cmp.Or(u.SLOs, "throughput and cost"), Why: why, Meets: st.Meets})
+	}
+	return rows
+}
 
 // series is one line of a chart; NaN values are gaps.
 type series struct {

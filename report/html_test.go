@@ -48,6 +48,8 @@ func TestWriteHTML(t *testing.T) {
 		"<th>hardware</th><td>h100-sxm</td>", "<th>tool</th><td>tokbench 9.9.9</td>", "<th>config seed</th><td>1</td>",
 		"client CPU was busy &lt;90%&gt;", "c=4: 1 failed: http_429 ×1", "http_429: HTTP 429: slow down",
 		"<td class=\"n\">c=1</td><td class=\"n\">4</td><td class=\"n\">0</td><td class=\"n\">250.0</td>",
+		// Use cases: voice wants TTFT p95 under 150 ms; c=1's is 385.
+		"<h2>Use cases</h2>", "ttft_p95&lt;=150ms (was 385)",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
