@@ -167,7 +167,7 @@ func decodeJSON(data []byte, v any, resp *Response) bool {
 // addChunk appends a chunk when it carries text.
 func addChunk(resp *Response, at time.Time, text, reasoning string) {
 	if text != "" || reasoning != "" {
-		resp.Chunks = append(resp.Chunks, Chunk{At: at, Text: text, Reasoning: reasoning})
+		resp.addChunk(Chunk{At: at, Text: text, Reasoning: reasoning})
 	}
 }
 

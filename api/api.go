@@ -108,6 +108,16 @@ type Response struct {
 	ErrorClass Class
 	Error      string
 	RetryAfter string
+
+	chunks *atomic.Int64 // Client.Chunks
+}
+
+// addChunk appends c, counting it live.
+func (r *Response) addChunk(c Chunk) {
+	r.Chunks = append(r.Chunks, c)
+	if r.chunks != nil {
+		r.chunks.Add(1)
+	}
 }
 
 // Failed reports whether the request did not complete.
@@ -148,6 +158,9 @@ type Client struct {
 	// before any connection set-up (DNS, connect, TLS), instead of when its
 	// bytes go out on an open connection: first contact, measured on purpose.
 	CountSetup bool
+	// Chunks, when set, counts token chunks as they arrive, over every
+	// request (live progress: what streams now, not what has completed).
+	Chunks *atomic.Int64
 }
 
 // Prepared is a request built ahead of its send: its JSON encoded and its
@@ -217,7 +230,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 // stream decoding, clock clamps — kept in one function because each step
 // reads what the steps before it left in the Response and the trace.
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
-	resp := &Response{}
+	resp := &Response{chunks: cl.Chunks}
 	trace := &requestTrace{}
 	// --stall-timeout covers the wait for the answer's head too: a server
 	// that never answers is cut, not held until the request's timeout.

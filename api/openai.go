@@ -162,7 +162,7 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 			if c.hasUsage && c.completionTokens > 0 {
 				ch.Cumulative = c.completionTokens
 			}
-			resp.Chunks = append(resp.Chunks, ch)
+			resp.addChunk(ch)
 		}
 		if c.hasUsage {
 			// The last usage seen is the answer's. A server that sends it

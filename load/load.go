@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -183,6 +184,59 @@ type Progress struct {
 	// InFlight counts requests sent and not yet answered in full (all levels).
 	InFlight atomic.Int64
 	Start    atomic.Int64 // level start, unix nanoseconds
+	// Warmup is set while the level's warm-up runs (its requests count in
+	// none of the other counters).
+	Warmup atomic.Bool
+	// Chunks counts the token chunks streamed so far (as they arrive, the
+	// warm-up's too); DoneChunks those of completed requests, whose
+	// Tokens they carried.
+	Chunks, DoneChunks atomic.Int64
+
+	mu     sync.Mutex
+	errors map[string]int
+}
+
+// Errors are the level's failed requests by error class so far.
+func (p *Progress) Errors() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.errors)
+}
+
+// CountError counts one failed request of class in Errors.
+func (p *Progress) CountError(class string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.errors == nil {
+		p.errors = map[string]int{}
+	}
+	p.errors[cmp.Or(class, "unknown")]++
+}
+
+func (p *Progress) reset() {
+	p.Done.Store(0)
+	p.Failed.Store(0)
+	p.Tokens.Store(0)
+	p.DoneChunks.Store(0)
+	p.Retries.Store(0)
+	p.Reconnects.Store(0)
+	p.mu.Lock()
+	p.errors = nil
+	p.mu.Unlock()
+}
+
+// StreamedTPS estimates the tokens per second streaming now from the
+// chunks that arrived over d (chunksThen at its start): chunks at the
+// tokens per chunk of the completed requests (1 before any completed).
+func (p *Progress) StreamedTPS(chunksThen int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	perChunk := 1.0
+	if c := p.DoneChunks.Load(); c > 0 {
+		perChunk = float64(p.Tokens.Load()) / float64(c)
+	}
+	return float64(p.Chunks.Load()-chunksThen) * perChunk / d.Seconds()
 }
 
 // ErrInterrupted is returned when the run's context was canceled.
@@ -204,7 +258,13 @@ type Result struct {
 // RunLevel runs one level. idx is recorded in each Record. It returns
 // ErrInterrupted (with what was measured) when ctx was canceled.
 func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (Result, error) {
+	r.Progress.reset()
+	r.Progress.Start.Store(time.Now().UnixNano())
+	if r.Client != nil && r.Client.Chunks == nil {
+		r.Client.Chunks = &r.Progress.Chunks
+	}
 	if lv.Warmup > 0 && ctx.Err() == nil {
+		r.Progress.Warmup.Store(true)
 		w := Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup, Lockstep: true}
 		var mu sync.Mutex
 		var warm []metrics.Record
@@ -216,6 +276,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		r.closedLoop(ctx, idx, w, Warmups(src, lv.Requests), nil)
 		r.onWarmup = nil
 		r.LearnDuration(warm)
+		r.Progress.Warmup.Store(false)
 	}
 	spread := time.Duration(0) // the level's start spread, when the runner chose it
 	if lv.Load.Mode != metrics.ModeRate && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
@@ -234,11 +295,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		acc.Every(lv.SummaryEvery, nil)
 	}
 	keepAtMost := cmp.Or(r.KeepRecords, DefaultKeepRecords)
-	r.Progress.Done.Store(0)
-	r.Progress.Failed.Store(0)
-	r.Progress.Tokens.Store(0)
-	r.Progress.Retries.Store(0)
-	r.Progress.Reconnects.Store(0)
+	r.Progress.reset()
 	r.stamps.reset()
 	r.abort.Store(false)
 	r.stop, r.stopOnce = make(chan struct{}), sync.Once{}
@@ -611,8 +668,10 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 	if rec.OK {
 		r.Progress.Done.Add(1)
 		r.Progress.Tokens.Add(int64(rec.OutputTokens))
+		r.Progress.DoneChunks.Add(int64(len(rec.ChunkMs)))
 	} else {
 		r.Progress.Failed.Add(1)
+		r.Progress.CountError(rec.ErrorClass)
 	}
 	if r.MaxErrorRate > 0 {
 		failed, done := r.Progress.Failed.Load(), r.Progress.Done.Load()
