@@ -3,7 +3,10 @@ package live
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,37 +15,99 @@ import (
 )
 
 // Progress redraws one line on w (a terminal) every 250 ms while a level
-// runs: requests done of the level's, errors, retries, resends, output
-// tokens/s and the time so far. The function it returns clears the line
-// and stops.
+// runs (see ProgressLine). The function it returns clears the line and
+// stops.
 func Progress(w io.Writer, r *load.Runner, lv load.Level) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
+		rate := newRate(&r.Progress)
 		for {
 			select {
 			case <-done:
 				fmt.Fprint(w, "\r\033[K")
 				return
 			case <-t.C:
-				fmt.Fprint(w, "\r\033[K"+progressLine(&r.Progress, lv))
+				fmt.Fprint(w, "\r\033[K"+ProgressLine(&r.Progress, lv, rate.tps()))
 			}
 		}
 	})
 	return func() { close(done); wg.Wait() }
 }
 
-func progressLine(p *load.Progress, lv load.Level) string {
-	el := time.Since(time.Unix(0, p.Start.Load())).Seconds()
-	tps := 0.0
-	if el > 0 {
-		tps = float64(p.Tokens.Load()) / el
+// Plain writes one plain line on w (a log: CI, a file) as a level starts,
+// every every while it runs, and as it ends, so a long level shows it is
+// alive. The function it returns writes the last line and stops.
+func Plain(w io.Writer, r *load.Runner, lv load.Level, every time.Duration) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	fmt.Fprintf(w, "tokbench: %s starting\n", lv.Load)
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		rate := newRate(&r.Progress)
+		for {
+			select {
+			case <-done:
+				fmt.Fprintln(w, "tokbench: "+ProgressLine(&r.Progress, lv, rate.tps())+" (done)")
+				return
+			case <-t.C:
+				fmt.Fprintln(w, "tokbench: "+ProgressLine(&r.Progress, lv, rate.tps()))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// rate is the streamed tokens/s over the time since its last reading.
+type rate struct {
+	p      *load.Progress
+	chunks int64
+	at     time.Time
+	last   float64
+}
+
+func newRate(p *load.Progress) *rate { return &rate{p: p, chunks: p.Chunks.Load(), at: time.Now()} }
+
+func (r *rate) tps() float64 {
+	now := time.Now()
+	if d := now.Sub(r.at); d >= 200*time.Millisecond {
+		r.last = r.p.StreamedTPS(r.chunks, d)
+		r.chunks, r.at = r.p.Chunks.Load(), now
 	}
-	total := "?"
+	return r.last
+}
+
+// ProgressLine is a level's state: its load (or its warm-up), the time
+// since it started of the time expected (its duration, or its requests at
+// the pace so far), the requests done of the level's, the tokens/s
+// streaming now (chunks as they arrive, not requests as they complete),
+// errors by class, retries and resends.
+func ProgressLine(p *load.Progress, lv load.Level, streamed float64) string {
+	el := time.Since(time.Unix(0, p.Start.Load())).Seconds()
+	if p.Warmup.Load() {
+		return fmt.Sprintf("%s warm-up  %.0fs  %.0f tok/s streaming", lv.Load, el, streamed)
+	}
+	done, failed := p.Done.Load(), p.Failed.Load()
+	total, expected := "?", ""
+	switch {
+	case lv.Duration > 0:
+		expected = fmt.Sprintf(" of %.0fs", lv.Duration.Seconds())
+	case lv.Requests > 0 && done+failed > 0:
+		expected = fmt.Sprintf(" of ~%.0fs", el*float64(lv.Requests)/float64(done+failed))
+	}
 	if lv.Requests > 0 {
 		total = fmt.Sprint(lv.Requests)
+	}
+	errs := fmt.Sprintf("%d errors", failed)
+	if byClass := p.Errors(); len(byClass) > 0 {
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(byClass)) {
+			parts = append(parts, fmt.Sprintf("%s %d", c, byClass[c]))
+		}
+		errs += " (" + strings.Join(parts, ", ") + ")"
 	}
 	extra := ""
 	if n := p.Retries.Load(); n > 0 {
@@ -51,8 +116,8 @@ func progressLine(p *load.Progress, lv load.Level) string {
 	if n := p.Reconnects.Load(); n > 0 {
 		extra += fmt.Sprintf("  %d resent on a new connection", n)
 	}
-	return fmt.Sprintf("%s  %d/%s done  %d errors%s  %.0f tok/s  %.0fs",
-		lv.Load, p.Done.Load(), total, p.Failed.Load(), extra, tps, el)
+	return fmt.Sprintf("%s  %.0fs%s  %d/%s done  %.0f tok/s streaming  %s%s",
+		lv.Load, el, expected, done, total, streamed, errs, extra)
 }
 
 // Recorder keeps what terminal charts draw of each finished request (its

@@ -2,6 +2,7 @@ package live
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +15,60 @@ func TestProgressLine(t *testing.T) {
 	p.Start.Store(time.Now().Add(-2 * time.Second).UnixNano())
 	p.Done.Store(5)
 	p.Failed.Store(1)
+	p.CountError("http_429")
 	p.Tokens.Store(400)
+	p.DoneChunks.Store(100) // 4 tokens a chunk
+	p.Chunks.Store(300)
 	p.Retries.Store(2)
+	// 300 chunks in 2 s at 4 tokens each.
+	if got := p.StreamedTPS(0, 2*time.Second); got != 600 {
+		t.Errorf("streamed %g tok/s, want 600", got)
+	}
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 4}, Requests: 16}
-	got := progressLine(&p, lv)
-	for _, want := range []string{"c=4", "5/16 done", "1 errors", "2 retries", "200 tok/s", "2s"} {
+	got := ProgressLine(&p, lv, 600)
+	for _, want := range []string{"c=4", "2s of ~5s", "5/16 done", "600 tok/s streaming", "1 errors (http_429 1)", "2 retries"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress line %q lacks %q", got, want)
 		}
 	}
+	p.Warmup.Store(true)
+	if got := ProgressLine(&p, lv, 0); !strings.HasPrefix(got, "c=4 warm-up") {
+		t.Errorf("a warm-up's line %q is not labelled", got)
+	}
+}
+
+// TestPlainProgress: off a terminal, a line as the level starts, one every
+// period while it runs, and the last as it ends.
+func TestPlainProgress(t *testing.T) {
+	var r load.Runner
+	r.Progress.Start.Store(time.Now().UnixNano())
+	var out lockedWriter
+	stop := Plain(&out, &r, load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 2}, Requests: 8}, 20*time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); strings.Count(out.String(), "\n") < 3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 4 || lines[0] != "tokbench: c=2 starting" || !strings.HasSuffix(lines[len(lines)-1], "(done)") || !strings.Contains(lines[1], "0/8 done") {
+		t.Errorf("plain progress:\n%s", out.String())
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func TestRecorderRenumbers(t *testing.T) {

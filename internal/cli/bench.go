@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,8 @@ type benchFlags struct {
 	out, format string
 	replace     bool
 	metricsAddr string
+	quiet       bool
+	progress    time.Duration
 }
 
 func newBenchCmd(env Env) *cobra.Command {
@@ -54,6 +57,8 @@ otherwise) and benchmarks it over real HTTP.`,
 	fl.StringVar(&f.out, "out", "", "write run.json, requests.jsonl and summary.json to this directory (one that holds a run is refused without --replace)")
 	fl.BoolVar(&f.replace, "replace", false, "with --out: write over the run the directory holds")
 	fl.StringVar(&f.format, "format", "table", "stdout format: table, json, markdown, csv")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr (the results and warnings still print)")
+	fl.DurationVar(&f.progress, "progress-every", 10*time.Second, "off a terminal, print a progress line this often while a level runs")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live Prometheus metrics of the run on this address, e.g. 127.0.0.1:9090 (/metrics)")
 	groupedHelp(cmd, benchFlagGroups)
 	return cmd
@@ -70,7 +75,7 @@ var benchFlagGroups = []flagGroup{
 	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "quant", "gpus", "params", "gguf", "price-in", "price-out",
 		"gpu-hour-price", "server-metrics"}},
 	{"Failures and limits", []string{"timeout", "stall-timeout", "retry", "max-error-rate", "grace"}},
-	{"Output", []string{"out", "replace", "format", "metrics-addr", "engine", "label", "help"}},
+	{"Output", []string{"out", "replace", "format", "quiet", "progress-every", "metrics-addr", "engine", "label", "help"}},
 }
 
 func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) error {
@@ -78,6 +83,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	case "table", "json", "markdown", "csv":
 	default:
 		return usagef("--format: unknown %q (known: table, json, markdown, csv)", f.format)
+	}
+	if f.progress < time.Second {
+		return usagef("--progress-every: want 1s or more, got %s", f.progress)
 	}
 	f.opt.Given, f.opt.Getenv, f.opt.Version = cmd.Flags().Changed, env.Getenv, Version
 	plan, err := f.opt.Plan()
@@ -116,8 +124,12 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 			fmt.Fprintln(env.Stderr, clearLine(env)+"tokbench: "+report.WindowLine(l, w))
 		},
 	}
-	if env.isTerminal(env.Stderr) {
+	switch {
+	case f.quiet:
+	case env.isTerminal(env.Stderr):
 		hooks.Level = func(r *load.Runner, lv load.Level) func() { return live.Progress(env.Stderr, r, lv) }
+	default: // a CI log shows the run is alive
+		hooks.Level = func(r *load.Runner, lv load.Level) func() { return live.Plain(env.Stderr, r, lv, f.progress) }
 	}
 	res, err := benchmark.Run(ctx, plan, hooks)
 	if err != nil {
