@@ -383,7 +383,7 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <h2>Degradation curve and latency</h2>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
-<p>The level with the most requests: output tokens per second of completed requests in equal time bins, and the requests in flight (sent, response not yet ended).</p>
+<p>The level with the most requests, in equal time bins: output tokens streamed per second (each chunk's tokens when it arrived), the requests in flight (sent, response not yet ended), the TTFT of the requests that started in each bin (p50 and the slowest), and the failed requests by when they ended.</p>
 <div class="charts">{{range .Timeline}}{{.}}{{end}}</div>{{end}}
 {{if .Periods}}<h2>Periodic summaries of {{.PeriodsOf}}</h2>
 <p>The level summarized window by window (bench --summary-every): each window holds the requests that ended in it.</p>

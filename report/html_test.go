@@ -25,9 +25,10 @@ func TestWriteHTML(t *testing.T) {
 	}
 	html := b.String()
 	// Three curves against load, two histograms per level, and the
-	// timeline's two charts.
-	if n := strings.Count(html, "<svg"); n != 3+2*2+2 {
-		t.Errorf("%d SVG charts, want 9", n)
+	// timeline's four charts (tokens streamed, in flight, TTFT of the
+	// requests started, failures: c=4 has one).
+	if n := strings.Count(html, "<svg"); n != 3+2*2+4 {
+		t.Errorf("%d SVG charts, want 11", n)
 	}
 	for _, want := range []string{
 		// Points carry their exact values: decode p50/p5 at c=1 (100) and
@@ -48,6 +49,7 @@ func TestWriteHTML(t *testing.T) {
 		"<th>hardware</th><td>h100-sxm</td>", "<th>tool</th><td>tokbench 9.9.9</td>", "<th>config seed</th><td>1</td>",
 		"client CPU was busy &lt;90%&gt;", "c=4: 1 failed: http_429 ×1", "http_429: HTTP 429: slow down",
 		"<td class=\"n\">c=1</td><td class=\"n\">4</td><td class=\"n\">0</td><td class=\"n\">250.0</td>",
+		"TTFT of the requests started over time at c=4", " failed</title>",
 		// Use cases: voice wants TTFT p95 under 150 ms; c=1's is 385.
 		"<h2>Use cases</h2>", "ttft_p95&lt;=150ms (was 385)",
 	} {

@@ -28,6 +28,11 @@ type Timeline struct {
 	InFlight []Step
 	// MaxInFlight is the highest count of requests in flight.
 	MaxInFlight int
+	// TTFTP50[i] and TTFTMax[i] are the TTFT of the completed requests
+	// that started in bin i (NaN: none started); Errors[i] the failed
+	// requests that ended in it.
+	TTFTP50, TTFTMax []float64
+	Errors           []int
 }
 
 // Step is one step of a step function.
@@ -85,6 +90,28 @@ func NewTimeline(recs []metrics.Record, level, bins int) (tl Timeline, ok bool) 
 	tl.TokensPerSec = make([]float64, bins)
 	for i, n := range tokens {
 		tl.TokensPerSec[i] = n / (tl.BinMs / 1000)
+	}
+	bin := func(ms float64) int { return max(min(int(ms/tl.BinMs), bins-1), 0) }
+	started := make([][]float64, bins)
+	tl.Errors = make([]int, bins)
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case r.Level != level:
+		case r.OK:
+			b := bin(r.OffsetMs)
+			started[b] = append(started[b], r.TTFTMs)
+		default:
+			tl.Errors[bin(r.OffsetMs+r.DoneMs)]++
+		}
+	}
+	tl.TTFTP50, tl.TTFTMax = make([]float64, bins), make([]float64, bins)
+	for i, v := range started {
+		tl.TTFTP50[i], tl.TTFTMax[i] = math.NaN(), math.NaN()
+		if len(v) > 0 {
+			sort.Float64s(v)
+			tl.TTFTP50[i], tl.TTFTMax[i] = metrics.Percentile(v, 50), v[len(v)-1]
+		}
 	}
 	// Ends before starts at the same instant: a closed-loop user's next
 	// request starts as the previous one ends, and that is one in flight,
@@ -157,7 +184,71 @@ func timeCharts(tl Timeline, name string) []template.HTML {
 	fmt.Fprintf(&fb, `<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="%s"><title>at most %d requests in flight</title></polyline>`,
 		strings.Join(pts, " "), tl.MaxInFlight)
 	fb.WriteString("</svg>")
-	return []template.HTML{template.HTML(tb.String()), template.HTML(fb.String())}
+	charts := []template.HTML{template.HTML(tb.String()), template.HTML(fb.String())}
+
+	// TTFT of the requests started in each bin: p50 and the slowest.
+	var lb strings.Builder
+	top = 0
+	for _, v := range tl.TTFTMax {
+		if !math.IsNaN(v) {
+			top = max(top, v)
+		}
+	}
+	if top > 0 {
+		ymax, step = niceScale(top)
+		svgOpen(&lb, "TTFT of the requests started over time at "+name)
+		axes(&lb, "TTFT ms", ymax, step)
+		xAxis(&lb)
+		yv := func(v float64) float64 { return padT + ph*(1-v/ymax) }
+		for _, line := range []struct {
+			vals  []float64
+			color string
+			name  string
+		}{{tl.TTFTMax, "#d62728", "slowest"}, {tl.TTFTP50, "#1f77b4", "p50"}} {
+			var seg []string
+			flush := func() {
+				if len(seg) > 1 {
+					fmt.Fprintf(&lb, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, line.color, strings.Join(seg, " "))
+				}
+				seg = nil
+			}
+			for i, v := range line.vals {
+				if math.IsNaN(v) {
+					flush()
+					continue
+				}
+				cx := x((float64(i) + 0.5) * tl.BinMs)
+				seg = append(seg, fmt.Sprintf("%.1f,%.1f", cx, yv(v)))
+				fmt.Fprintf(&lb, `<circle class="pt" cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>started %s–%s s: TTFT %s %s ms</title></circle>`,
+					cx, yv(v), line.color, trimNum(float64(i)*tl.BinMs/1000), trimNum(float64(i+1)*tl.BinMs/1000), line.name, num(v, 1))
+			}
+			flush()
+		}
+		lb.WriteString("</svg>")
+		charts = append(charts, template.HTML(lb.String()))
+	}
+
+	// Errors by the bin they ended in, drawn when there were any.
+	maxErr := 0
+	for _, n := range tl.Errors {
+		maxErr = max(maxErr, n)
+	}
+	if maxErr > 0 {
+		var eb strings.Builder
+		ymax, step = niceScale(float64(maxErr))
+		svgOpen(&eb, "Failed requests over time at "+name)
+		axes(&eb, "errors", ymax, step)
+		xAxis(&eb)
+		for i, n := range tl.Errors {
+			h := ph * float64(n) / ymax
+			x0 := x(float64(i) * tl.BinMs)
+			fmt.Fprintf(&eb, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d62728"><title>%s–%s s: %d failed</title></rect>`,
+				x0, padT+ph-h, max(x(float64(i+1)*tl.BinMs)-x0-0.5, 0.5), h, trimNum(float64(i)*tl.BinMs/1000), trimNum(float64(i+1)*tl.BinMs/1000), n)
+		}
+		eb.WriteString("</svg>")
+		charts = append(charts, template.HTML(eb.String()))
+	}
+	return charts
 }
 
 // timelineBins is how many bins a timeline of n requests gets: enough to

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,5 +101,26 @@ func TestWriteHTMLSLOPanelAndTimeline(t *testing.T) {
 	}
 	if d := total - float64(s.Levels[1].OutputTokens); d > 1e-9 || d < -1e-9 || s.Levels[1].OutputTokens != 33 {
 		t.Errorf("timeline tokens = %g, level output tokens = %d, want 33", total, s.Levels[1].OutputTokens)
+	}
+}
+
+// TestTimelineTTFTAndErrors: the TTFT of the requests started in each
+// bin, and the failures by the bin they ended in.
+func TestTimelineTTFTAndErrors(t *testing.T) {
+	recs := []metrics.Record{
+		{OK: true, OffsetMs: 0, TTFTMs: 10, DoneMs: 100, ChunkMs: []float64{10}, ChunkTokens: []int{1}},
+		{OK: true, OffsetMs: 50, TTFTMs: 30, DoneMs: 100, ChunkMs: []float64{30}, ChunkTokens: []int{1}},
+		{OK: true, OffsetMs: 50, TTFTMs: 20, DoneMs: 100, ChunkMs: []float64{20}, ChunkTokens: []int{1}},
+		{OK: false, OffsetMs: 300, DoneMs: 100, ErrorClass: "timeout"},
+	}
+	tl, ok := NewTimeline(recs, 0, 4) // 4 bins of 100 ms
+	if !ok || tl.BinMs != 100 {
+		t.Fatalf("timeline %+v", tl)
+	}
+	if tl.TTFTP50[0] != 20 || tl.TTFTMax[0] != 30 || !math.IsNaN(tl.TTFTP50[1]) {
+		t.Errorf("TTFT by start bin: p50 %v max %v", tl.TTFTP50, tl.TTFTMax)
+	}
+	if tl.Errors[3] != 1 || tl.Errors[0]+tl.Errors[1]+tl.Errors[2] != 0 {
+		t.Errorf("errors by bin %v, want the one in the last", tl.Errors)
 	}
 }
