@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,7 @@ type compareFlags struct {
 	alpha     float64
 	minChange float64
 	format    string
+	html      string
 }
 
 func newCompareCmd(env Env) *cobra.Command {
@@ -52,6 +55,7 @@ stderr.`,
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
 	fl.Float64Var(&f.minChange, "min-change", 2, "smallest change in percent called better or worse")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
+	fl.StringVar(&f.html, "html", "", "also write the runs' curves overlaid with the verdicts beside them to this file (one self-contained page)")
 	return cmd
 }
 
@@ -94,6 +98,11 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 			fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, o.B.Dir, m)
 		}
 	}
+	if f.html != "" {
+		if err := writeCompareHTML(f.html, runs[0], outs); err != nil {
+			return usagef("--html: %v", err)
+		}
+	}
 	var failed []string
 	if text {
 		var err error
@@ -116,4 +125,13 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("%s and %s share no load level: nothing was compared", runs[0].Dir, strings.Join(nothing, ", "))}
 	}
 	return nil
+}
+
+// writeCompareHTML writes the comparison page to path, whole or not at all.
+func writeCompareHTML(path string, base *compare.Run, outs []compare.Outcome) error {
+	var b bytes.Buffer
+	if err := compare.WriteHTML(&b, base, outs); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

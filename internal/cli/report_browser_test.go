@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,8 @@ type pageFacts struct {
 	SVGs      int      `json:"svgs"`
 	Drawn     int      `json:"drawn"` // SVGs laid out at least 200×100 px
 	Points    int      `json:"points"`
+	TLPoints  int      `json:"tlPoints"` // the TTFT timeline's
+	Hover     string   `json:"hover"`    // the tooltip of the first curve point`
 	Bars      int      `json:"bars"`
 	SLOFail   int      `json:"sloFail"`
 	Broken    int      `json:"broken"`
@@ -49,85 +52,7 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatalf("bench: exit %d: %s", code, stderr)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 900))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-
-	var mu sync.Mutex
-	var problems []string
-	pageURL := "file://" + filepath.Join(dir, "report.html")
-	if err := chromedp.Listen(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
-				problems = append(problems, fmt.Sprintf("console.%s", e.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
-				problems = append(problems, fmt.Sprintf("log %s: %s (%s)", e.Entry.Level, e.Entry.Text, e.Entry.URL))
-			}
-		case *network.EventRequestWillBeSent:
-			if u := e.Request.URL; u != pageURL && !strings.HasPrefix(u, "data:") {
-				problems = append(problems, "request to "+u)
-			}
-		}
-	}); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.CSS("svg"))); err != nil {
-		t.Fatalf("open %s: %v", pageURL, err)
-	}
-	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](`(() => {
-		const svgs = [...document.querySelectorAll("svg")];
-		return {
-			title: document.title,
-			headings: [...document.querySelectorAll("h2")].map(h => h.textContent),
-			svgs: svgs.length,
-			drawn: svgs.filter(s => { const r = s.getBoundingClientRect(); return r.width >= 200 && r.height >= 100; }).length,
-			points: document.querySelectorAll("svg circle").length,
-			bars: document.querySelectorAll("svg rect").length,
-			sloFail: document.querySelectorAll("table.slo td.fail").length,
-			broken: document.querySelectorAll("table.slo td.broken").length,
-			pageWidth: document.documentElement.scrollWidth,
-		};
-	})()`))
-	if err != nil {
-		t.Fatalf("inspect the page: %v", err)
-	}
-	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	pdf, err := chromedp.Run(bctx, chromedp.PrintToPDF())
-	if err != nil {
-		t.Fatalf("print: %v", err)
-	}
-	// Console messages may trail the last command a little.
-	time.Sleep(200 * time.Millisecond)
-
-	keep, err := os.MkdirTemp("", "tokbench-report-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shotPath := filepath.Join(keep, "report.png")
-	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot of report.html: %s", shotPath)
-
-	mu.Lock()
-	defer mu.Unlock()
+	facts, shot, pdf, problems := inChromium(t, bin, filepath.Join(dir, "report.html"))
 	if len(problems) > 0 {
 		t.Errorf("the page logged errors or loaded other resources: %q", problems)
 	}
@@ -139,10 +64,13 @@ func TestReportInChromium(t *testing.T) {
 			t.Errorf("headings %q lack %q", facts.Headings, h)
 		}
 	}
-	// 3 curves, 2 timeline charts, TTFT and decode histograms of 2 levels:
-	// all laid out at full size.
-	if facts.SVGs != 9 || facts.Drawn != 9 {
-		t.Errorf("%d SVGs, %d drawn at size, want 9 and 9", facts.SVGs, facts.Drawn)
+	// 3 curves, 3 timeline charts (no failure to chart), TTFT and decode
+	// histograms of 2 levels: all laid out at full size.
+	if facts.SVGs != 10 || facts.Drawn != 10 {
+		t.Errorf("%d SVGs, %d drawn at size, want 10 and 10", facts.SVGs, facts.Drawn)
+	}
+	if facts.TLPoints < 2 || !strings.Contains(facts.Hover, "c=1 ") {
+		t.Errorf("%d TTFT timeline points; a point's hover value %q", facts.TLPoints, facts.Hover)
 	}
 	// Points: output TPS, decode p50, p5 and the ceiling, TTFT p50 and p95
 	// at 2 levels.
@@ -188,6 +116,122 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if !bytes.HasPrefix(pdf, []byte("%PDF-")) || len(pdf) < 10000 {
 		t.Errorf("printing gave no PDF (%d bytes)", len(pdf))
+	}
+}
+
+// inChromium opens the file at path in headless Chromium and returns what
+// the page shows, a full screenshot, the page printed, and every console
+// error or request to anything but the file itself.
+func inChromium(t *testing.T, bin, path string) (facts pageFacts, shot, pdf []byte, problems []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 900))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+
+	var mu sync.Mutex
+	pageURL := "file://" + path
+	if err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
+				problems = append(problems, fmt.Sprintf("console.%s", e.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+				problems = append(problems, fmt.Sprintf("log %s: %s (%s)", e.Entry.Level, e.Entry.Text, e.Entry.URL))
+			}
+		case *network.EventRequestWillBeSent:
+			if u := e.Request.URL; u != pageURL && !strings.HasPrefix(u, "data:") {
+				problems = append(problems, "request to "+u)
+			}
+		}
+	}); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.CSS("svg"))); err != nil {
+		t.Fatalf("open %s: %v", pageURL, err)
+	}
+	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](`(() => {
+		const svgs = [...document.querySelectorAll("svg")];
+		return {
+			title: document.title,
+			headings: [...document.querySelectorAll("h2")].map(h => h.textContent),
+			svgs: svgs.length,
+			drawn: svgs.filter(s => { const r = s.getBoundingClientRect(); return r.width >= 200 && r.height >= 100; }).length,
+			points: document.querySelectorAll("svg circle:not(.pt)").length,
+			tlPoints: document.querySelectorAll("svg circle.pt").length,
+			hover: (document.querySelector("svg circle:not(.pt) > title") || {}).textContent || "",
+			bars: document.querySelectorAll("svg rect").length,
+			sloFail: document.querySelectorAll("table.slo td.fail").length,
+			broken: document.querySelectorAll("table.slo td.broken").length,
+			pageWidth: document.documentElement.scrollWidth,
+		};
+	})()`))
+	if err != nil {
+		t.Fatalf("inspect the page: %v", err)
+	}
+	if shot, err = chromedp.Run(bctx, chromedp.FullScreenshot(100)); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if pdf, err = chromedp.Run(bctx, chromedp.PrintToPDF()); err != nil {
+		t.Fatalf("print: %v", err)
+	}
+	// Console messages may trail the last command a little.
+	time.Sleep(200 * time.Millisecond)
+	keep, err := os.MkdirTemp("", "tokbench-report-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shotPath := filepath.Join(keep, strings.TrimSuffix(filepath.Base(path), ".html")+".png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of %s: %s", filepath.Base(path), shotPath)
+	mu.Lock()
+	defer mu.Unlock()
+	return facts, shot, pdf, slices.Clone(problems)
+}
+
+// TestCompareInChromium: compare --html of two runs renders in Chromium:
+// the three curves overlaid (each run's points), the verdict table, no
+// console error, nothing loaded, a hover value on the points.
+func TestCompareInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium on PATH: install Debian's chromium package to test compare --html in a browser")
+	}
+	dir := t.TempDir()
+	for _, r := range []struct{ name, hw string }{{"a", "h100-sxm"}, {"b", "a100-80gb"}} {
+		if code, _, stderr := runCLI(context.Background(), nil, "bench", "--concurrency", "1,4", "--requests", "8", "--warmup", "0",
+			"--input-tokens", "64", "--output-tokens", "16", "--hardware", r.hw, "--out", filepath.Join(dir, r.name)); code != 0 {
+			t.Fatalf("bench %s: exit %d: %s", r.name, code, stderr)
+		}
+	}
+	page := filepath.Join(dir, "compare.html")
+	if code, _, stderr := runCLI(context.Background(), nil, "compare", filepath.Join(dir, "a"), filepath.Join(dir, "b"), "--html", page); code != 0 && code != ExitFailure {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	facts, _, _, problems := inChromium(t, bin, page)
+	if len(problems) > 0 {
+		t.Errorf("the page logged errors or loaded other resources: %q", problems)
+	}
+	// Decode p50, TTFT p50 and p95, output TPS: 4 series of 2 points, two runs.
+	if facts.SVGs != 3 || facts.Drawn != 3 || facts.Points != 4*2*2 || !strings.Contains(facts.Hover, "c=1 ") {
+		t.Errorf("%d SVGs (%d drawn), %d points, hover %q; want 3, 3, 16 and a value", facts.SVGs, facts.Drawn, facts.Points, facts.Hover)
+	}
+	if len(facts.Headings) != 2 || !strings.Contains(facts.Headings[1], "against") {
+		t.Errorf("headings %q", facts.Headings)
 	}
 }
 
