@@ -133,6 +133,11 @@ func WriteHTML(w io.Writer, p Page) error {
 			d.TimelineOf = s.Levels[li].Load.String()
 			d.Timeline = timeCharts(tl, d.TimelineOf)
 		}
+		total := n
+		if p.Total != nil {
+			total = p.Total[li]
+		}
+		d.Explorer, d.ExplorerNote = explorer(p.Records, li, total)
 	}
 	d.SLOs, d.Verdicts = s.SLOs, sloRows(s)
 	if s.Capacity != nil {
@@ -206,24 +211,26 @@ func windowCharts(ws []metrics.Window) []template.HTML {
 }
 
 type htmlData struct {
-	Title       string
-	Summary     metrics.Summary
-	Interrupted bool
-	Rows        [][]string
-	Charts      []template.HTML
-	Hists       []template.HTML
-	Timeline    []template.HTML
-	TimelineOf  string
-	Periods     []template.HTML
-	PeriodsOf   string
-	SLOs        []string
-	Verdicts    []sloRow
-	Statements  []string
-	Uses        []useRow
-	Meta        [][2]string
-	Notes       []string
-	Server      []string // the server's own timing beside the client's, per level
-	Errors      []string
+	Title        string
+	Summary      metrics.Summary
+	Interrupted  bool
+	Rows         [][]string
+	Charts       []template.HTML
+	Hists        []template.HTML
+	Timeline     []template.HTML
+	TimelineOf   string
+	Periods      []template.HTML
+	PeriodsOf    string
+	SLOs         []string
+	Verdicts     []sloRow
+	Statements   []string
+	Uses         []useRow
+	Explorer     []explored
+	ExplorerNote string
+	Meta         [][2]string
+	Notes        []string
+	Server       []string // the server's own timing beside the client's, per level
+	Errors       []string
 }
 
 // htmlColumns head the level table; levelRow fills them.
@@ -350,6 +357,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .sim{color:#b00;font-weight:bold}
 .slo td.pass{background:#e6f4ea;color:#137333;font-weight:bold}.slo td.fail{background:#fce8e6;color:#a50e0e;font-weight:bold}
 .slo td.ok{color:#137333}.slo td.broken{color:#a50e0e;font-weight:bold}
+details.req{margin:2px 0}details.req summary{cursor:pointer;font-variant-numeric:tabular-nums}
 .statement{background:#eef3fb;border-left:4px solid #1f77b4;padding:6px 10px;margin:6px 0}
 svg{max-width:100%;height:auto}
 @media print{
@@ -385,6 +393,10 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
 <p>The level with the most requests, in equal time bins: output tokens streamed per second (each chunk's tokens when it arrived), the requests in flight (sent, response not yet ended), the TTFT of the requests that started in each bin (p50 and the slowest), and the failed requests by when they ended.</p>
 <div class="charts">{{range .Timeline}}{{.}}{{end}}</div>{{end}}
+{{if .Explorer}}<h2>Requests of {{.TimelineOf}}</h2>
+<p>{{.ExplorerNote}}. Open one for its phases, its tokens and its chunks as they arrived.</p>
+{{range .Explorer}}<details class="req"><summary>{{.Summary}}</summary><table class="meta">{{range .Facts}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{.Chart}}</details>
+{{end}}{{end}}
 {{if .Periods}}<h2>Periodic summaries of {{.PeriodsOf}}</h2>
 <p>The level summarized window by window (bench --summary-every): each window holds the requests that ended in it.</p>
 <div class="charts">{{range .Periods}}{{.}}{{end}}</div>{{end}}

@@ -27,8 +27,13 @@ func TestWriteHTML(t *testing.T) {
 	// Three curves against load, two histograms per level, and the
 	// timeline's four charts (tokens streamed, in flight, TTFT of the
 	// requests started, failures: c=4 has one).
-	if n := strings.Count(html, "<svg"); n != 3+2*2+4 {
+	if n := strings.Count(html, "<svg") - strings.Count(html, `aria-label="tokens of request`); n != 3+2*2+4 {
 		t.Errorf("%d SVG charts, want 11", n)
+	}
+	// The explorer lists the busiest level's requests (c=4: 4), each with
+	// its chunk timeline; the failed one's has no chunk to draw.
+	if n := strings.Count(html, `<details class="req">`); n != 4 {
+		t.Errorf("the explorer lists %d requests, want 4", n)
 	}
 	for _, want := range []string{
 		// Points carry their exact values: decode p50/p5 at c=1 (100) and
@@ -50,6 +55,7 @@ func TestWriteHTML(t *testing.T) {
 		"client CPU was busy &lt;90%&gt;", "c=4: 1 failed: http_429 ×1", "http_429: HTTP 429: slow down",
 		"<td class=\"n\">c=1</td><td class=\"n\">4</td><td class=\"n\">0</td><td class=\"n\">250.0</td>",
 		"TTFT of the requests started over time at c=4", " failed</title>",
+		"<h2>Requests of c=4</h2>", "all 4 of the level&#39;s requests", ": failed, http_429</summary>",
 		// Use cases: voice wants TTFT p95 under 150 ms; c=1's is 385.
 		"<h2>Use cases</h2>", "ttft_p95&lt;=150ms (was 385)",
 	} {

@@ -28,7 +28,9 @@ type pageFacts struct {
 	Drawn     int      `json:"drawn"` // SVGs laid out at least 200×100 px
 	Points    int      `json:"points"`
 	TLPoints  int      `json:"tlPoints"` // the TTFT timeline's
-	Hover     string   `json:"hover"`    // the tooltip of the first curve point`
+	Hover     string   `json:"hover"`    // the tooltip of the first curve point
+	Requests  int      `json:"requests"` // in the request explorer
+	ChunkTip  string   `json:"chunkTip"` // the first opened request's first chunk's tooltip``
 	Bars      int      `json:"bars"`
 	SLOFail   int      `json:"sloFail"`
 	Broken    int      `json:"broken"`
@@ -71,6 +73,10 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if facts.TLPoints < 2 || !strings.Contains(facts.Hover, "c=1 ") {
 		t.Errorf("%d TTFT timeline points; a point's hover value %q", facts.TLPoints, facts.Hover)
+	}
+	// The explorer: c=4's 8 requests, one opened shows its chunks.
+	if facts.Requests != 8 || !strings.HasPrefix(facts.ChunkTip, "chunk 1 at ") {
+		t.Errorf("explorer: %d requests, an opened one's first chunk %q", facts.Requests, facts.ChunkTip)
 	}
 	// Points: output TPS, decode p50, p5 and the ceiling, TTFT p50 and p95
 	// at 2 levels.
@@ -163,15 +169,19 @@ func inChromium(t *testing.T, bin, path string) (facts pageFacts, shot, pdf []by
 		t.Fatalf("open %s: %v", pageURL, err)
 	}
 	facts, err := chromedp.Run(bctx, chromedp.Evaluate[pageFacts](`(() => {
-		const svgs = [...document.querySelectorAll("svg")];
+		const svgs = [...document.querySelectorAll(".charts svg")];
 		return {
 			title: document.title,
 			headings: [...document.querySelectorAll("h2")].map(h => h.textContent),
 			svgs: svgs.length,
 			drawn: svgs.filter(s => { const r = s.getBoundingClientRect(); return r.width >= 200 && r.height >= 100; }).length,
-			points: document.querySelectorAll("svg circle:not(.pt)").length,
-			tlPoints: document.querySelectorAll("svg circle.pt").length,
-			hover: (document.querySelector("svg circle:not(.pt) > title") || {}).textContent || "",
+			points: document.querySelectorAll(".charts svg circle:not(.pt)").length,
+			tlPoints: document.querySelectorAll(".charts svg circle.pt").length,
+			hover: (document.querySelector(".charts svg circle:not(.pt) > title") || {}).textContent || "",
+			requests: document.querySelectorAll("details.req").length,
+			chunkTip: (() => { const d = document.querySelector("details.req"); if (!d) return ""; d.open = true;
+				const c = d.querySelector("circle.ch"); const r = c ? c.getBoundingClientRect() : {width: 0};
+				return r.width > 0 ? c.querySelector("title").textContent : ""; })(),
 			bars: document.querySelectorAll("svg rect").length,
 			sloFail: document.querySelectorAll("table.slo td.fail").length,
 			broken: document.querySelectorAll("table.slo td.broken").length,
