@@ -131,7 +131,11 @@ func WriteHTML(w io.Writer, p Page) error {
 		}
 		if tl, ok := NewTimeline(p.Records, li, timelineBins(n)); ok {
 			d.TimelineOf = s.Levels[li].Load.String()
-			d.Timeline = timeCharts(tl, d.TimelineOf)
+			d.Timeline = timeCharts(tl, d.TimelineOf, chartW)
+			// Zoomed: 4× the width in 4× finer bins, scrolled sideways.
+			if wide, ok := NewTimeline(p.Records, li, 4*timelineBins(n)); ok {
+				d.Zoom = timeCharts(wide, d.TimelineOf, 4*chartW)
+			}
 		}
 		total := n
 		if p.Total != nil {
@@ -218,6 +222,7 @@ type htmlData struct {
 	Charts       []template.HTML
 	Hists        []template.HTML
 	Timeline     []template.HTML
+	Zoom         []template.HTML // the timeline 4× wider
 	TimelineOf   string
 	Periods      []template.HTML
 	PeriodsOf    string
@@ -357,6 +362,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .sim{color:#b00;font-weight:bold}
 .slo td.pass{background:#e6f4ea;color:#137333;font-weight:bold}.slo td.fail{background:#fce8e6;color:#a50e0e;font-weight:bold}
 .slo td.ok{color:#137333}.slo td.broken{color:#a50e0e;font-weight:bold}
+details.zoom div{overflow-x:auto}details.zoom svg{max-width:none;display:block;margin:6px 0}details.zoom summary{cursor:pointer}
 details.req{margin:2px 0}details.req summary{cursor:pointer;font-variant-numeric:tabular-nums}
 .statement{background:#eef3fb;border-left:4px solid #1f77b4;padding:6px 10px;margin:6px 0}
 svg{max-width:100%;height:auto}
@@ -392,7 +398,8 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
 <p>The level with the most requests, in equal time bins: output tokens streamed per second (each chunk's tokens when it arrived), the requests in flight (sent, response not yet ended), the TTFT of the requests that started in each bin (p50 and the slowest), and the failed requests by when they ended.</p>
-<div class="charts">{{range .Timeline}}{{.}}{{end}}</div>{{end}}
+<div class="charts">{{range .Timeline}}{{.}}{{end}}</div>
+{{if .Zoom}}<details class="zoom"><summary>Zoom: the timeline four times wider, in bins four times finer (scroll sideways)</summary><div>{{range .Zoom}}{{.}}{{end}}</div></details>{{end}}{{end}}
 {{if .Explorer}}<h2>Requests of {{.TimelineOf}}</h2>
 <p>{{.ExplorerNote}}. Open one for its phases, its tokens and its chunks as they arrived.</p>
 {{range .Explorer}}<details class="req"><summary>{{.Summary}}</summary><table class="meta">{{range .Facts}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{.Chart}}</details>
@@ -564,15 +571,21 @@ func histogram(title, unit string, values []float64, color string) template.HTML
 	return template.HTML(b.String())
 }
 
-func svgOpen(b *strings.Builder, title string) {
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
-		chartW, chartH, chartW, chartH, template.HTMLEscapeString(title))
-	fmt.Fprintf(b, `<text x="%d" y="18" text-anchor="middle" font-size="13" font-weight="bold">%s</text>`, chartW/2, template.HTMLEscapeString(title))
+func svgOpen(b *strings.Builder, title string) { svgOpenW(b, title, chartW) }
+
+// svgOpenW opens a chart w wide.
+func svgOpenW(b *strings.Builder, title string, w float64) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%d" viewBox="0 0 %.0f %d" role="img" aria-label="%s">`,
+		w, chartH, w, chartH, template.HTMLEscapeString(title))
+	fmt.Fprintf(b, `<text x="%.0f" y="18" text-anchor="middle" font-size="13" font-weight="bold">%s</text>`, w/2, template.HTMLEscapeString(title))
 }
 
 // axes draws the plot frame, horizontal grid lines and y tick labels.
-func axes(b *strings.Builder, unit string, ymax, step float64) {
-	pw, ph := chartW-padL-padR, chartH-padT-padB
+func axes(b *strings.Builder, unit string, ymax, step float64) { axesW(b, unit, ymax, step, chartW) }
+
+// axesW draws the axes of a chart w wide.
+func axesW(b *strings.Builder, unit string, ymax, step, w float64) {
+	pw, ph := w-padL-padR, chartH-padT-padB
 	for v := 0.0; v <= ymax+step/2; v += step {
 		yy := padT + ph*(1-v/ymax)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text x="%.1f" y="%.1f" text-anchor="end" font-size="11">%s</text>`,

@@ -27,8 +27,11 @@ func TestWriteHTML(t *testing.T) {
 	// Three curves against load, two histograms per level, and the
 	// timeline's four charts (tokens streamed, in flight, TTFT of the
 	// requests started, failures: c=4 has one).
-	if n := strings.Count(html, "<svg") - strings.Count(html, `aria-label="tokens of request`); n != 3+2*2+4 {
-		t.Errorf("%d SVG charts, want 11", n)
+	if n := strings.Count(html, "<svg") - strings.Count(html, `aria-label="tokens of request`); n != 3+2*2+4+4 {
+		t.Errorf("%d SVG charts, want 15 (the timeline's four twice: zoomed too)", n)
+	}
+	if !strings.Contains(html, `<details class="zoom">`) || !strings.Contains(html, `width="2080"`) {
+		t.Error("no zoomed timeline, four times wider")
 	}
 	// The explorer lists the busiest level's requests (c=4: 4), each with
 	// its chunk timeline; the failed one's has no chunk to draw.

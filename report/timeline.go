@@ -136,14 +136,15 @@ func NewTimeline(recs []metrics.Record, level, bins int) (tl Timeline, ok bool) 
 	return tl, true
 }
 
-// timeCharts draws a timeline as two charts over the level's time in
-// seconds: tokens/s per bin as bars, requests in flight as a step line.
-func timeCharts(tl Timeline, name string) []template.HTML {
+// timeCharts draws a timeline over the level's time in seconds, charts w
+// wide: tokens/s per bin as bars, requests in flight as a step line, the
+// TTFT of the requests started per bin, and failures when there were any.
+func timeCharts(tl Timeline, name string, w float64) []template.HTML {
 	endS := tl.EndMs / 1000
-	pw, ph := chartW-padL-padR, chartH-padT-padB
+	pw, ph := w-padL-padR, chartH-padT-padB
 	x := func(ms float64) float64 { return padL + pw*ms/tl.EndMs }
 	xAxis := func(b *strings.Builder) {
-		_, step := niceScale(endS)
+		_, step := niceScale(endS * chartW / w) // ticks as dense as at the normal width
 		for v := 0.0; v <= endS+1e-9; v += step {
 			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, x(v*1000), padT+ph+16, trimNum(v))
 		}
@@ -156,8 +157,8 @@ func timeCharts(tl Timeline, name string) []template.HTML {
 		top = max(top, v)
 	}
 	ymax, step := niceScale(top)
-	svgOpen(&tb, "Output tokens/s over time at "+name)
-	axes(&tb, "tok/s", ymax, step)
+	svgOpenW(&tb, "Output tokens/s over time at "+name, w)
+	axesW(&tb, "tok/s", ymax, step, w)
 	xAxis(&tb)
 	for i, v := range tl.TokensPerSec {
 		h := ph * v / ymax
@@ -169,8 +170,8 @@ func timeCharts(tl Timeline, name string) []template.HTML {
 
 	var fb strings.Builder
 	ymax, step = niceScale(float64(tl.MaxInFlight))
-	svgOpen(&fb, "Requests in flight over time at "+name)
-	axes(&fb, "requests", ymax, step)
+	svgOpenW(&fb, "Requests in flight over time at "+name, w)
+	axesW(&fb, "requests", ymax, step, w)
 	xAxis(&fb)
 	y := func(n int) float64 { return padT + ph*(1-float64(n)/ymax) }
 	var pts []string
@@ -196,8 +197,8 @@ func timeCharts(tl Timeline, name string) []template.HTML {
 	}
 	if top > 0 {
 		ymax, step = niceScale(top)
-		svgOpen(&lb, "TTFT of the requests started over time at "+name)
-		axes(&lb, "TTFT ms", ymax, step)
+		svgOpenW(&lb, "TTFT of the requests started over time at "+name, w)
+		axesW(&lb, "TTFT ms", ymax, step, w)
 		xAxis(&lb)
 		yv := func(v float64) float64 { return padT + ph*(1-v/ymax) }
 		for _, line := range []struct {
@@ -236,8 +237,8 @@ func timeCharts(tl Timeline, name string) []template.HTML {
 	if maxErr > 0 {
 		var eb strings.Builder
 		ymax, step = niceScale(float64(maxErr))
-		svgOpen(&eb, "Failed requests over time at "+name)
-		axes(&eb, "errors", ymax, step)
+		svgOpenW(&eb, "Failed requests over time at "+name, w)
+		axesW(&eb, "errors", ymax, step, w)
 		xAxis(&eb)
 		for i, n := range tl.Errors {
 			h := ph * float64(n) / ymax

@@ -27,10 +27,11 @@ type pageFacts struct {
 	SVGs      int      `json:"svgs"`
 	Drawn     int      `json:"drawn"` // SVGs laid out at least 200×100 px
 	Points    int      `json:"points"`
-	TLPoints  int      `json:"tlPoints"` // the TTFT timeline's
-	Hover     string   `json:"hover"`    // the tooltip of the first curve point
-	Requests  int      `json:"requests"` // in the request explorer
-	ChunkTip  string   `json:"chunkTip"` // the first opened request's first chunk's tooltip``
+	TLPoints  int      `json:"tlPoints"`  // the TTFT timeline's
+	Hover     string   `json:"hover"`     // the tooltip of the first curve point
+	Requests  int      `json:"requests"`  // in the request explorer
+	ChunkTip  string   `json:"chunkTip"`  // the first opened request's first chunk's tooltip
+	ZoomWidth int      `json:"zoomWidth"` // the opened zoomed timeline's scroll width (0: none, or it does not scroll)``
 	Bars      int      `json:"bars"`
 	SLOFail   int      `json:"sloFail"`
 	Broken    int      `json:"broken"`
@@ -73,6 +74,10 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if facts.TLPoints < 2 || !strings.Contains(facts.Hover, "c=1 ") {
 		t.Errorf("%d TTFT timeline points; a point's hover value %q", facts.TLPoints, facts.Hover)
+	}
+	// The zoomed timeline, opened, scrolls sideways over 2,080 px.
+	if facts.ZoomWidth < 2000 {
+		t.Errorf("zoomed timeline scroll width %d px", facts.ZoomWidth)
 	}
 	// The explorer: c=4's 8 requests, one opened shows its chunks.
 	if facts.Requests != 8 || !strings.HasPrefix(facts.ChunkTip, "chunk 1 at ") {
@@ -186,6 +191,8 @@ func inChromium(t *testing.T, bin, path string) (facts pageFacts, shot, pdf []by
 			sloFail: document.querySelectorAll("table.slo td.fail").length,
 			broken: document.querySelectorAll("table.slo td.broken").length,
 			pageWidth: document.documentElement.scrollWidth,
+			zoomWidth: (() => { const z = document.querySelector("details.zoom"); if (!z) return 0; z.open = true;
+				const d = z.querySelector("div"); const w = d.scrollWidth > d.clientWidth ? d.scrollWidth : 0; z.open = false; return w; })(),
 		};
 	})()`))
 	if err != nil {
