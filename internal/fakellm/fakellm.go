@@ -10,6 +10,7 @@
 package fakellm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tokbench/tokbench/wire"
 )
 
 // Words are emitted in turn; each is one token (with its leading space)
@@ -90,7 +93,10 @@ type Server struct {
 // and when each token-carrying chunk was flushed to the connection. These
 // instants, not the script, are the truth a client is measured against.
 type Stream struct {
-	ID      string // the response id sent in every chunk
+	ID string // the response id sent in every chunk
+	// Arrived is when the request reached the server: the kernel's receive
+	// stamp of its bytes where the connection keeps one (the fake's own
+	// listener does), else the handler's start.
 	Arrived time.Time
 	// Flushes are the instants just before each token chunk was written.
 	Flushes []time.Time
@@ -131,7 +137,26 @@ func NewUnstarted(s Script) *Server {
 	}
 	f := &Server{script: s}
 	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.handle))
+	// The kernel's receive stamp of each request is its arrival: a
+	// handler's start comes later, by however long the process took to
+	// get to it.
+	wire.KeepStamping(f.Listener)
+	f.Listener = stampListener{f.Listener}
+	f.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
 	return f
+}
+
+type connKey struct{}
+
+// stampListener's connections keep the kernel's receive stamps.
+type stampListener struct{ net.Listener }
+
+func (l stampListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return wire.StampConn(c), nil
 }
 
 // Bodies returns the JSON bodies received so far.
@@ -178,6 +203,11 @@ func (s Script) Text() string {
 // to bottom.
 func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		if rs := wire.Stamper(c); rs != nil {
+			arrived = wire.StampTime(arrived, rs.LastReceived())
+		}
+	}
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 		owned := ""
 		if f.script.OwnedBy != "" {
@@ -313,7 +343,9 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 			hj, ok := w.(http.Hijacker)
 			if ok {
 				if conn, _, err := hj.Hijack(); err == nil {
-					conn.(*net.TCPConn).SetLinger(0)
+					if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
+						tc.SetLinger(0) // a reset, not a clean close
+					}
 					conn.Close()
 				}
 			}
