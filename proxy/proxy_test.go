@@ -27,7 +27,9 @@ func proxied(t testing.TB, up string) (string, func() []metrics.Record) {
 	return proxiedWith(t, up, nil)
 }
 
-// proxiedWith is proxied with the configuration changed by set.
+// proxiedWith is proxied with the configuration changed by set. The
+// records func waits for the requests the proxy is handling to be
+// recorded: a client has its answer before the proxy has measured it.
 func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []metrics.Record) {
 	t.Helper()
 	u, _ := url.Parse(up + "/v1")
@@ -48,6 +50,7 @@ func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []m
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return srv.URL, func() []metrics.Record {
+		p.handlers.Wait()
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(recs)
@@ -75,9 +78,12 @@ func chat(t testing.TB, base string, header http.Header) (status int, body strin
 // through the proxy; each record's upstream TTFT matches the fake
 // server's own first flush (within ttftTolMs: one process holds server,
 // proxy and clients), the tokens are the script's, and the client gets
-// the stream and the headers unchanged.
+// the stream and the headers unchanged. The gap between chunks is long
+// enough that no read takes two (a read carries the kernel's stamp of
+// its latest packet, so a proxy busy past a gap stamps the first chunk
+// with the second's arrival).
 func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
-	up := fakellm.New(fakellm.Script{TTFT: 30 * time.Millisecond, Gap: 5 * time.Millisecond, Tokens: 24, Usage: true})
+	up := fakellm.New(fakellm.Script{TTFT: 30 * time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 24, Usage: true})
 	defer up.Close()
 	base, records := proxied(t, up.URL)
 	const n = 20

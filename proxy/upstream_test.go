@@ -24,7 +24,7 @@ import (
 // TestProxyHTTPSUpstream: over an HTTPS upstream the proxy measures as
 // over HTTP: TTFT at the server's first flush, tokens exact.
 func TestProxyHTTPSUpstream(t *testing.T) {
-	up := fakellm.NewTLS(fakellm.Script{TTFT: 15 * time.Millisecond, Gap: 2 * time.Millisecond, Tokens: 10, Usage: true})
+	up := fakellm.NewTLS(fakellm.Script{TTFT: 15 * time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 10, Usage: true})
 	defer up.Close()
 	pool := x509.NewCertPool()
 	pool.AddCert(up.Certificate())
@@ -71,7 +71,7 @@ func ollamaServer(t *testing.T, ttft, gap time.Duration, n int) (*httptest.Serve
 // unless told not to) is measured line by line: TTFT at the first line's
 // flush, every gap, tokens from eval_count.
 func TestProxyNDJSONUpstream(t *testing.T) {
-	up, flushes := ollamaServer(t, 20*time.Millisecond, 5*time.Millisecond, 8)
+	up, flushes := ollamaServer(t, 20*time.Millisecond, 20*time.Millisecond, 8) // no read takes two lines
 	base, records := proxiedWith(t, up.URL, nil)
 	resp, err := http.Post(base+"/api/chat", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +38,8 @@ func TestProxyMeasuresWholeAnswers(t *testing.T) {
 	}))
 	defer up.Close()
 	base, records := proxied(t, up.URL)
-	for path, answer := range answers {
+	for k, path := range slices.Sorted(maps.Keys(answers)) {
+		answer := answers[path]
 		resp, err := http.Post(base+path, "application/json", strings.NewReader(`{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +50,10 @@ func TestProxyMeasuresWholeAnswers(t *testing.T) {
 			t.Errorf("%s: the client got %q", path, body)
 		}
 		recs := records()
-		r := recs[len(recs)-1]
+		if len(recs) != k+1 {
+			t.Fatalf("%s: %d records after %d answers", path, len(recs), k+1)
+		}
+		r := recs[k]
 		if !r.OK || r.OutputTokens != 7 || r.InputTokens != 5 || len(r.ChunkMs) != 1 || r.Proxy == nil || !r.Proxy.NotStreamed {
 			t.Errorf("%s: record %+v", path, r)
 			continue

@@ -62,9 +62,10 @@ func TestReportWritesSelfContainedHTML(t *testing.T) {
 	}
 	html := string(b)
 	// 3 curves + TTFT and decode histograms for each of the 2 levels + the
-	// timeline's two charts.
-	if n := strings.Count(html, "<svg"); n != 9 {
-		t.Errorf("%d SVG charts, want 9", n)
+	// timeline's three charts (no failure to chart), and those three
+	// zoomed; the request explorer's own charts aside.
+	if n := strings.Count(html, "<svg") - strings.Count(html, `aria-label="tokens of request`); n != 3+2*2+3+3 {
+		t.Errorf("%d SVG charts, want 13", n)
 	}
 	// The plotted decode p50 at c=2 is the summary's number.
 	want := fmt.Sprintf("<title>c=2 decode p50: %s tok/s</title>", numFmt(s.Levels[1].DecodeTPS.P50))
