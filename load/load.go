@@ -264,19 +264,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		r.Client.Chunks = &r.Progress.Chunks
 	}
 	if lv.Warmup > 0 && ctx.Err() == nil {
-		r.Progress.Warmup.Store(true)
-		w := Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup, Lockstep: true}
-		var mu sync.Mutex
-		var warm []metrics.Record
-		r.onWarmup = func(rec metrics.Record) {
-			mu.Lock()
-			warm = append(warm, rec)
-			mu.Unlock()
-		}
-		r.closedLoop(ctx, idx, w, Warmups(src, lv.Requests), nil)
-		r.onWarmup = nil
-		r.LearnDuration(warm)
-		r.Progress.Warmup.Store(false)
+		r.warmUp(ctx, idx, lv, src)
 	}
 	spread := time.Duration(0) // the level's start spread, when the runner chose it
 	if lv.Load.Mode != metrics.ModeRate && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
@@ -466,6 +454,24 @@ func (lv Level) users() int {
 		return lv.ramp.total
 	}
 	return lv.Load.Concurrency
+}
+
+// warmUp runs a level's warm-up requests, unrecorded, at its
+// concurrency, and learns their duration (LearnDuration).
+func (r *Runner) warmUp(ctx context.Context, idx int, lv Level, src Source) {
+	r.Progress.Warmup.Store(true)
+	defer r.Progress.Warmup.Store(false)
+	w := Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: max(lv.Load.Concurrency, 1)}, Requests: lv.Warmup, Lockstep: true}
+	var mu sync.Mutex
+	var warm []metrics.Record
+	r.onWarmup = func(rec metrics.Record) {
+		mu.Lock()
+		warm = append(warm, rec)
+		mu.Unlock()
+	}
+	r.closedLoop(ctx, idx, w, Warmups(src, lv.Requests), nil)
+	r.onWarmup = nil
+	r.LearnDuration(warm)
 }
 
 // LearnDuration keeps the median duration of the completed requests among

@@ -223,16 +223,22 @@ func (a *Accumulator) Add(r *Record) {
 	if r.Server != nil && r.Server.DecodeTPS > 0 {
 		a.server.Add(r.Server.DecodeTPS)
 	}
-	if r.Step > 0 && r.Step <= maxTurns {
-		for len(a.turns) < r.Step {
-			a.turns = append(a.turns, turnAcc{})
-		}
-		t := &a.turns[r.Step-1]
-		t.in.Add(float64(r.InputTokens))
-		t.ttft.Add(r.TTFTMs)
-		if v, ok := r.DecodeTPS(); ok {
-			t.dtps.Add(v)
-		}
+	a.addTurn(r)
+}
+
+// addTurn counts a completed request of a conversation in its turn.
+func (a *Accumulator) addTurn(r *Record) {
+	if r.Step <= 0 || r.Step > maxTurns {
+		return
+	}
+	for len(a.turns) < r.Step {
+		a.turns = append(a.turns, turnAcc{})
+	}
+	t := &a.turns[r.Step-1]
+	t.in.Add(float64(r.InputTokens))
+	t.ttft.Add(r.TTFTMs)
+	if v, ok := r.DecodeTPS(); ok {
+		t.dtps.Add(v)
 	}
 }
 

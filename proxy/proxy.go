@@ -372,43 +372,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		resp.KernelStamps = true
 		clock = kc
 	}
-	var send func(b []byte, at time.Time)
-	var finish func()
-	overlong := false
-	if c.streamed {
-		log := &stampLog{}
-		measured := int64(0)
-		send = func(b []byte, at time.Time) {
-			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
-				log.add(b, at)
-			} else {
-				overlong = true
-			}
-		}
-		finish = func() {
-			c.a.Decode(log, resp)
-			if overlong {
-				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
-			}
-		}
-	} else {
-		whole, last := &bytes.Buffer{}, time.Time{}
-		send = func(b []byte, at time.Time) {
-			last = at
-			if whole.Len()+len(b) <= maxWhole {
-				whole.Write(b)
-			} else {
-				whole.Reset()
-				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
-			}
-		}
-		finish = func() {
-			resp.Done = last
-			if !resp.Failed() && whole.Len() > 0 {
-				decodeWhole(c.a, whole.Bytes(), resp)
-			}
-		}
-	}
+	send, finish := p.collect(c, resp)
 	client := &clientSide{arrived: c.arrived, usageAdded: c.asked, whole: !c.streamed}
 	var srcErr error
 	if c.asked {
@@ -439,6 +403,49 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
 	}
 	return p.record(resp, req, a, info, client)
+}
+
+// collect keeps what the answer needs to be measured, read by read
+// (send), and measures it once it has ended (finish): a stream's reads
+// with their instants, decoded by c's protocol (up to MaxMeasured); a
+// whole answer's bytes (up to maxWhole), read as one chunk at its last
+// read.
+func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time.Time), finish func()) {
+	if c.streamed {
+		log := &stampLog{}
+		measured, overlong := int64(0), false
+		send = func(b []byte, at time.Time) {
+			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
+				log.add(b, at)
+			} else {
+				overlong = true
+			}
+		}
+		finish = func() {
+			c.a.Decode(log, resp)
+			if overlong {
+				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
+			}
+		}
+		return send, finish
+	}
+	whole, last := &bytes.Buffer{}, time.Time{}
+	send = func(b []byte, at time.Time) {
+		last = at
+		if whole.Len()+len(b) <= maxWhole {
+			whole.Write(b)
+		} else {
+			whole.Reset()
+			resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
+		}
+	}
+	finish = func() {
+		resp.Done = last
+		if !resp.Failed() && whole.Len() > 0 {
+			decodeWhole(c.a, whole.Bytes(), resp)
+		}
+	}
+	return send, finish
 }
 
 // strippingWriter writes an answer to the client through a

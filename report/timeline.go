@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -140,116 +141,142 @@ func NewTimeline(recs []metrics.Record, level, bins int) (tl Timeline, ok bool) 
 // wide: tokens/s per bin as bars, requests in flight as a step line, the
 // TTFT of the requests started per bin, and failures when there were any.
 func timeCharts(tl Timeline, name string, w float64) []template.HTML {
-	endS := tl.EndMs / 1000
-	pw, ph := w-padL-padR, chartH-padT-padB
-	x := func(ms float64) float64 { return padL + pw*ms/tl.EndMs }
-	xAxis := func(b *strings.Builder) {
-		_, step := niceScale(endS * chartW / w) // ticks as dense as at the normal width
-		for v := 0.0; v <= endS+1e-9; v += step {
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, x(v*1000), padT+ph+16, trimNum(v))
-		}
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">seconds since the level started</text>`, padL+pw/2, padT+ph+32)
+	f := timeFrame{tl: tl, w: w, pw: w - padL - padR, ph: chartH - padT - padB}
+	charts := []template.HTML{f.tokens(name), f.inFlight(name)}
+	if c, ok := f.ttft(name); ok {
+		charts = append(charts, c)
 	}
+	if c, ok := f.errors(name); ok {
+		charts = append(charts, c)
+	}
+	return charts
+}
 
-	var tb strings.Builder
-	top := 0.0
-	for _, v := range tl.TokensPerSec {
-		top = max(top, v)
-	}
+// timeFrame is a timeline chart's frame: the level's time across w.
+type timeFrame struct {
+	tl     Timeline
+	w      float64
+	pw, ph float64 // the plot's size
+}
+
+func (f timeFrame) x(ms float64) float64 { return padL + f.pw*ms/f.tl.EndMs }
+
+// open starts a chart of values up to top, with its axes, and returns its
+// y scale's maximum.
+func (f timeFrame) open(b *strings.Builder, title, unit string, top float64) float64 {
 	ymax, step := niceScale(top)
-	svgOpenW(&tb, "Output tokens/s over time at "+name, w)
-	axesW(&tb, "tok/s", ymax, step, w)
-	xAxis(&tb)
-	for i, v := range tl.TokensPerSec {
-		h := ph * v / ymax
-		x0 := x(float64(i) * tl.BinMs)
-		fmt.Fprintf(&tb, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#2ca02c"><title>%s–%s s: %s tok/s</title></rect>`,
-			x0, padT+ph-h, max(x(float64(i+1)*tl.BinMs)-x0-0.5, 0.5), h, trimNum(float64(i)*tl.BinMs/1000), trimNum(float64(i+1)*tl.BinMs/1000), num(v, 1))
+	svgOpenW(b, title, f.w)
+	axesW(b, unit, ymax, step, f.w)
+	endS := f.tl.EndMs / 1000
+	_, xstep := niceScale(endS * chartW / f.w) // ticks as dense as at the normal width
+	for v := 0.0; v <= endS+1e-9; v += xstep {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, f.x(v*1000), padT+f.ph+16, trimNum(v))
 	}
-	tb.WriteString("</svg>")
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">seconds since the level started</text>`, padL+f.pw/2, padT+f.ph+32)
+	return ymax
+}
 
-	var fb strings.Builder
-	ymax, step = niceScale(float64(tl.MaxInFlight))
-	svgOpenW(&fb, "Requests in flight over time at "+name, w)
-	axesW(&fb, "requests", ymax, step, w)
-	xAxis(&fb)
-	y := func(n int) float64 { return padT + ph*(1-float64(n)/ymax) }
+// bin is bin i's span in seconds, as a label.
+func (f timeFrame) bin(i int) string {
+	return trimNum(float64(i)*f.tl.BinMs/1000) + "–" + trimNum(float64(i+1)*f.tl.BinMs/1000) + " s"
+}
+
+// bars draws one bar per bin, labelled by label.
+func (f timeFrame) bars(b *strings.Builder, vals []float64, ymax float64, color string, label func(float64) string) {
+	for i, v := range vals {
+		h := f.ph * v / ymax
+		x0 := f.x(float64(i) * f.tl.BinMs)
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>`,
+			x0, padT+f.ph-h, max(f.x(float64(i+1)*f.tl.BinMs)-x0-0.5, 0.5), h, color, f.bin(i), label(v))
+	}
+}
+
+func (f timeFrame) tokens(name string) template.HTML {
+	var b strings.Builder
+	ymax := f.open(&b, "Output tokens/s over time at "+name, "tok/s", slices.Max(append([]float64{0}, f.tl.TokensPerSec...)))
+	f.bars(&b, f.tl.TokensPerSec, ymax, "#2ca02c", func(v float64) string { return num(v, 1) + " tok/s" })
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
+}
+
+func (f timeFrame) inFlight(name string) template.HTML {
+	var b strings.Builder
+	tl := f.tl
+	ymax := f.open(&b, "Requests in flight over time at "+name, "requests", float64(tl.MaxInFlight))
+	y := func(n int) float64 { return padT + f.ph*(1-float64(n)/ymax) }
 	var pts []string
 	for i, s := range tl.InFlight {
 		if i > 0 {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.AtMs), y(tl.InFlight[i-1].N)))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.x(s.AtMs), y(tl.InFlight[i-1].N)))
 		}
-		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.AtMs), y(s.N)))
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.x(s.AtMs), y(s.N)))
 	}
-	pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(tl.EndMs), y(tl.InFlight[len(tl.InFlight)-1].N)))
-	fmt.Fprintf(&fb, `<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="%s"><title>at most %d requests in flight</title></polyline>`,
+	pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.x(tl.EndMs), y(tl.InFlight[len(tl.InFlight)-1].N)))
+	fmt.Fprintf(&b, `<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="%s"><title>at most %d requests in flight</title></polyline>`,
 		strings.Join(pts, " "), tl.MaxInFlight)
-	fb.WriteString("</svg>")
-	charts := []template.HTML{template.HTML(tb.String()), template.HTML(fb.String())}
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
+}
 
-	// TTFT of the requests started in each bin: p50 and the slowest.
-	var lb strings.Builder
-	top = 0
-	for _, v := range tl.TTFTMax {
+// ttft draws the TTFT of the requests started in each bin: p50 and the
+// slowest (none when no request completed).
+func (f timeFrame) ttft(name string) (template.HTML, bool) {
+	top := 0.0
+	for _, v := range f.tl.TTFTMax {
 		if !math.IsNaN(v) {
 			top = max(top, v)
 		}
 	}
-	if top > 0 {
-		ymax, step = niceScale(top)
-		svgOpenW(&lb, "TTFT of the requests started over time at "+name, w)
-		axesW(&lb, "TTFT ms", ymax, step, w)
-		xAxis(&lb)
-		yv := func(v float64) float64 { return padT + ph*(1-v/ymax) }
-		for _, line := range []struct {
-			vals  []float64
-			color string
-			name  string
-		}{{tl.TTFTMax, "#d62728", "slowest"}, {tl.TTFTP50, "#1f77b4", "p50"}} {
-			var seg []string
-			flush := func() {
-				if len(seg) > 1 {
-					fmt.Fprintf(&lb, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, line.color, strings.Join(seg, " "))
-				}
-				seg = nil
-			}
-			for i, v := range line.vals {
-				if math.IsNaN(v) {
-					flush()
-					continue
-				}
-				cx := x((float64(i) + 0.5) * tl.BinMs)
-				seg = append(seg, fmt.Sprintf("%.1f,%.1f", cx, yv(v)))
-				fmt.Fprintf(&lb, `<circle class="pt" cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>started %s–%s s: TTFT %s %s ms</title></circle>`,
-					cx, yv(v), line.color, trimNum(float64(i)*tl.BinMs/1000), trimNum(float64(i+1)*tl.BinMs/1000), line.name, num(v, 1))
-			}
-			flush()
-		}
-		lb.WriteString("</svg>")
-		charts = append(charts, template.HTML(lb.String()))
+	if top <= 0 {
+		return "", false
 	}
+	var b strings.Builder
+	ymax := f.open(&b, "TTFT of the requests started over time at "+name, "TTFT ms", top)
+	yv := func(v float64) float64 { return padT + f.ph*(1-v/ymax) }
+	for _, line := range []struct {
+		vals        []float64
+		color, name string
+	}{{f.tl.TTFTMax, "#d62728", "slowest"}, {f.tl.TTFTP50, "#1f77b4", "p50"}} {
+		var seg []string
+		flush := func() {
+			if len(seg) > 1 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, line.color, strings.Join(seg, " "))
+			}
+			seg = nil
+		}
+		for i, v := range line.vals {
+			if math.IsNaN(v) {
+				flush()
+				continue
+			}
+			cx := f.x((float64(i) + 0.5) * f.tl.BinMs)
+			seg = append(seg, fmt.Sprintf("%.1f,%.1f", cx, yv(v)))
+			fmt.Fprintf(&b, `<circle class="pt" cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>started %s: TTFT %s %s ms</title></circle>`,
+				cx, yv(v), line.color, f.bin(i), line.name, num(v, 1))
+		}
+		flush()
+	}
+	b.WriteString("</svg>")
+	return template.HTML(b.String()), true
+}
 
-	// Errors by the bin they ended in, drawn when there were any.
-	maxErr := 0
-	for _, n := range tl.Errors {
-		maxErr = max(maxErr, n)
+// errors draws the failed requests by the bin they ended in (none when
+// nothing failed).
+func (f timeFrame) errors(name string) (template.HTML, bool) {
+	vals := make([]float64, len(f.tl.Errors))
+	top := 0.0
+	for i, n := range f.tl.Errors {
+		vals[i] = float64(n)
+		top = max(top, vals[i])
 	}
-	if maxErr > 0 {
-		var eb strings.Builder
-		ymax, step = niceScale(float64(maxErr))
-		svgOpenW(&eb, "Failed requests over time at "+name, w)
-		axesW(&eb, "errors", ymax, step, w)
-		xAxis(&eb)
-		for i, n := range tl.Errors {
-			h := ph * float64(n) / ymax
-			x0 := x(float64(i) * tl.BinMs)
-			fmt.Fprintf(&eb, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d62728"><title>%s–%s s: %d failed</title></rect>`,
-				x0, padT+ph-h, max(x(float64(i+1)*tl.BinMs)-x0-0.5, 0.5), h, trimNum(float64(i)*tl.BinMs/1000), trimNum(float64(i+1)*tl.BinMs/1000), n)
-		}
-		eb.WriteString("</svg>")
-		charts = append(charts, template.HTML(eb.String()))
+	if top == 0 {
+		return "", false
 	}
-	return charts
+	var b strings.Builder
+	ymax := f.open(&b, "Failed requests over time at "+name, "errors", top)
+	f.bars(&b, vals, ymax, "#d62728", func(v float64) string { return fmt.Sprintf("%.0f failed", v) })
+	b.WriteString("</svg>")
+	return template.HTML(b.String()), true
 }
 
 // timelineBins is how many bins a timeline of n requests gets: enough to
