@@ -84,7 +84,7 @@ func (r *rate) tps() float64 {
 // since it started of the time expected (its duration, or its requests at
 // the pace so far), the requests done of the level's, the tokens/s
 // streaming now (chunks as they arrive, not requests as they complete),
-// errors by class, retries and resends.
+// errors by class, the client self-check's state, retries and resends.
 func ProgressLine(p *load.Progress, lv load.Level, streamed float64) string {
 	el := time.Since(time.Unix(0, p.Start.Load())).Seconds()
 	if p.Warmup.Load() {
@@ -109,7 +109,10 @@ func ProgressLine(p *load.Progress, lv load.Level, streamed float64) string {
 		}
 		errs += " (" + strings.Join(parts, ", ") + ")"
 	}
-	extra := ""
+	extra := "  client ok"
+	if n := p.LateTicks.Load(); n > 0 {
+		extra = fmt.Sprintf("  client late %d× (woke over %g ms late: busy, stamps may lag)", n, load.LagWarnMs)
+	}
 	if n := p.Retries.Load(); n > 0 {
 		extra += fmt.Sprintf("  %d retries", n)
 	}

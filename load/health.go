@@ -94,10 +94,13 @@ type monitor struct {
 	stop  chan struct{}
 	done  chan struct{}
 	lags  []float64 // ms, written by the ticker until done is closed
+	late  *atomic.Int64
 }
 
-func startMonitor() *monitor {
-	m := &monitor{start: time.Now(), cpu0: processCPU(), stop: make(chan struct{}), done: make(chan struct{})}
+// startMonitor starts watching; late (nil: none) counts the ticks woken
+// more than LagWarnMs late, as they happen.
+func startMonitor(late *atomic.Int64) *monitor {
+	m := &monitor{start: time.Now(), cpu0: processCPU(), stop: make(chan struct{}), done: make(chan struct{}), late: late}
 	m.gc0 = readPauses().Counts
 	go m.tick()
 	return m
@@ -121,6 +124,9 @@ func (m *monitor) tick() {
 		lag := now.Sub(next)
 		if len(m.lags) < maxLagSamples {
 			m.lags = append(m.lags, ms(lag))
+		}
+		if m.late != nil && ms(lag) > LagWarnMs {
+			m.late.Add(1)
 		}
 		if lag > tickPeriod {
 			next = now

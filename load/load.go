@@ -191,6 +191,9 @@ type Progress struct {
 	// warm-up's too); DoneChunks those of completed requests, whose
 	// Tokens they carried.
 	Chunks, DoneChunks atomic.Int64
+	// LateTicks counts the client self-check's ticks that woke more than
+	// LagWarnMs late during the level: a client too busy to stamp on time.
+	LateTicks atomic.Int64
 
 	mu     sync.Mutex
 	errors map[string]int
@@ -218,6 +221,7 @@ func (p *Progress) reset() {
 	p.Failed.Store(0)
 	p.Tokens.Store(0)
 	p.DoneChunks.Store(0)
+	p.LateTicks.Store(0)
 	p.Retries.Store(0)
 	p.Reconnects.Store(0)
 	p.mu.Lock()
@@ -300,7 +304,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		mu.Unlock()
 	}
 	var wall time.Duration
-	mon := startMonitor()
+	mon := startMonitor(&r.Progress.LateTicks)
 	if lv.Load.Mode == metrics.ModeRate {
 		var err error
 		if wall, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
