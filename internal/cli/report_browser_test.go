@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/results"
 )
 
 // pageFacts is what the browser reports about the rendered report.
@@ -215,6 +220,42 @@ func inChromium(t *testing.T, bin, path string) (facts pageFacts, shot, pdf []by
 		t.Fatal(err)
 	}
 	t.Logf("screenshot of %s: %s", filepath.Base(path), shotPath)
+	// And one of each section: its heading to the last element before the
+	// next heading (or the page's end).
+	n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`(() => {
+		const hs = [...document.querySelectorAll("h2")];
+		hs.forEach((h, i) => {
+			h.dataset.sec = i;
+			let last = h;
+			for (let e = h.nextElementSibling; e && e.tagName !== "H2"; e = e.nextElementSibling) last = e;
+			last.dataset.sec = i;
+		});
+		return hs.length;
+	})()`))
+	if err != nil {
+		t.Fatalf("find the sections: %v", err)
+	}
+	for i := range n {
+		nodes, err := chromedp.Run(bctx, chromedp.Nodes(chromedp.CSSAll(fmt.Sprintf(`[data-sec="%d"]`, i))))
+		if err != nil || len(nodes) == 0 {
+			t.Fatalf("section %d: %v", i, err)
+		}
+		png, err := chromedp.Run(bctx, chromedp.ScreenshotNodes(nodes, 1))
+		if err != nil {
+			t.Fatalf("section %d screenshot: %v", i, err)
+		}
+		name := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(facts.Headings[i]))
+		p := filepath.Join(keep, fmt.Sprintf("%s-%02d-%s.png", strings.TrimSuffix(filepath.Base(path), ".html"), i+1, name))
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("section %q: %s", facts.Headings[i], p)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return facts, shot, pdf, slices.Clone(problems)
@@ -256,4 +297,86 @@ func TestCompareInChromium(t *testing.T) {
 func near(c uint32, v int) bool {
 	d := int(c>>8) - v
 	return d >= -8 && d <= 8
+}
+
+// TestLargeReportInChromium: the report of a 20,000-request level of a
+// steady stream (200 users, each request 20 tokens 10 ms apart after a
+// 50 ms TTFT, the next sent as the last ends) is one file of a few MB that
+// renders in Chromium: its charts drawn, hover values, the explorer a
+// pick of 60, and tokens/s over time flat (no saw-tooth: tokens are drawn
+// when they arrived).
+func TestLargeReportInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium on PATH")
+	}
+	dir := filepath.Join(t.TempDir(), "large")
+	w, err := results.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users, each = 200, 100
+	load := metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: users}
+	acc := metrics.NewAccumulator(load, nil)
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	chunks := make([]float64, 20)
+	tokens := make([]int, 20)
+	for i := range chunks {
+		chunks[i], tokens[i] = 50+10*float64(i), 1
+	}
+	id := 0
+	for u := range users {
+		for k := range each {
+			id++
+			off := float64(u)*240/users + float64(k)*240 // a request lasts 240 ms
+			rec := metrics.Record{ID: id, Load: load, OK: true, Start: base.Add(time.Duration(off * 1e6)), OffsetMs: off,
+				TTFTMs: 50, E2EMs: 240, DoneMs: 240, InputTokens: 64, OutputTokens: 20, TokenSource: metrics.SourceUsage,
+				ChunkMs: chunks, ChunkTokens: tokens}
+			acc.Add(&rec)
+			if err := w.Append(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := metrics.Summary{Schema: metrics.Schema, Target: metrics.Target{URL: "http://127.0.0.1:1/v1", API: "openai-chat", Model: "m"},
+		Levels: []metrics.Level{acc.Level(0)}}
+	if err := w.WriteRun(results.Run{Tool: "tokbench", Target: s.Target}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSummary(s); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := report.WriteHTMLFile(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "report.html")
+	st, err := os.Stat(page)
+	if err != nil || st.Size() > 5<<20 {
+		t.Fatalf("report.html: %v, %d bytes (want a few MB at most)", err, st.Size())
+	}
+	facts, _, _, problems := inChromium(t, bin, page)
+	if len(problems) > 0 {
+		t.Errorf("the page logged errors or loaded other resources: %q", problems)
+	}
+	if facts.Drawn != facts.SVGs || facts.SVGs < 8 || !strings.Contains(facts.Hover, "c=200 ") || facts.Requests != 60 {
+		t.Errorf("%d SVGs (%d drawn), hover %q, %d requests in the explorer", facts.SVGs, facts.Drawn, facts.Hover, facts.Requests)
+	}
+	// Steady: 200 users × 20 tokens every 240 ms is 16,667 tok/s; every
+	// bin away from the level's two ends within a tenth of it.
+	html, _ := os.ReadFile(page)
+	var bins []float64
+	for _, m := range regexp.MustCompile(`<title>[0-9.]+–[0-9.]+ s: ([0-9.,]+) tok/s</title>`).FindAllSubmatch(html, -1) {
+		v, _ := strconv.ParseFloat(strings.ReplaceAll(string(m[1]), ",", ""), 64)
+		bins = append(bins, v)
+	}
+	if len(bins) < 60 {
+		t.Fatalf("%d timeline bins", len(bins))
+	}
+	for i, v := range bins[2 : 60-2] {
+		if v < 15000 || v > 18300 {
+			t.Errorf("bin %d: %.0f tok/s, want about 16,667 (a steady stream)", i+2, v)
+		}
+	}
+	t.Logf("report.html of 20,000 requests: %.2f MB", float64(st.Size())/(1<<20))
 }
