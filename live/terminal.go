@@ -82,9 +82,10 @@ func (r *rate) tps() float64 {
 
 // ProgressLine is a level's state: its load (or its warm-up), the time
 // since it started of the time expected (its duration, or its requests at
-// the pace so far), the requests done of the level's, the tokens/s
-// streaming now (chunks as they arrive, not requests as they complete),
-// errors by class, the client self-check's state, retries and resends.
+// the pace so far), the requests done of the level's and in flight, the
+// tokens/s streaming now (chunks as they arrive, not requests as they
+// complete), the TTFT p50 of the latest completed requests, errors by
+// class, the client self-check's state, retries and resends.
 func ProgressLine(p *load.Progress, lv load.Level, streamed float64) string {
 	el := time.Since(time.Unix(0, p.Start.Load())).Seconds()
 	if p.Warmup.Load() {
@@ -119,8 +120,12 @@ func ProgressLine(p *load.Progress, lv load.Level, streamed float64) string {
 	if n := p.Reconnects.Load(); n > 0 {
 		extra += fmt.Sprintf("  %d resent on a new connection", n)
 	}
-	return fmt.Sprintf("%s  %.0fs%s  %d/%s done  %.0f tok/s streaming  %s%s",
-		lv.Load, el, expected, done, total, streamed, errs, extra)
+	ttft := ""
+	if v, n := p.RecentTTFT(); n > 0 {
+		ttft = fmt.Sprintf("  TTFT p50 %s ms (last %d)", metrics.Figure(v), n)
+	}
+	return fmt.Sprintf("%s  %.0fs%s  %d/%s done  %d in flight  %.0f tok/s streaming%s  %s%s",
+		lv.Load, el, expected, done, total, p.InFlight.Load(), streamed, ttft, errs, extra)
 }
 
 // Recorder keeps what terminal charts draw of each finished request (its

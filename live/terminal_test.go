@@ -26,8 +26,9 @@ func TestProgressLine(t *testing.T) {
 	}
 	lv := load.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 4}, Requests: 16}
 	p.LateTicks.Store(3)
+	p.InFlight.Store(4)
 	got := ProgressLine(&p, lv, 600)
-	for _, want := range []string{"c=4", "2s of ~5s", "5/16 done", "600 tok/s streaming", "1 errors (http_429 1)", "client late 3×", "2 retries"} {
+	for _, want := range []string{"c=4", "2s of ~5s", "5/16 done", "4 in flight", "600 tok/s streaming", "1 errors (http_429 1)", "client late 3×", "2 retries"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress line %q lacks %q", got, want)
 		}

@@ -197,6 +197,33 @@ type Progress struct {
 
 	mu     sync.Mutex
 	errors map[string]int
+	ttfts  [recentTTFTs]float64 // the latest completed requests' TTFTs, a ring
+	nTTFT  int                  // how many were ever put in it
+}
+
+// recentTTFTs is how many of the latest TTFTs RecentTTFT looks at.
+const recentTTFTs = 256
+
+// addTTFT keeps a completed request's TTFT among the recent ones.
+func (p *Progress) addTTFT(ms float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ttfts[p.nTTFT%recentTTFTs] = ms
+	p.nTTFT++
+}
+
+// RecentTTFT is the median TTFT of the level's latest completed requests
+// (up to 256), and how many that is.
+func (p *Progress) RecentTTFT() (p50 float64, n int) {
+	p.mu.Lock()
+	n = min(p.nTTFT, recentTTFTs)
+	v := slices.Clone(p.ttfts[:n])
+	p.mu.Unlock()
+	if n == 0 {
+		return 0, 0
+	}
+	slices.Sort(v)
+	return metrics.Percentile(v, 50), n
 }
 
 // Errors are the level's failed requests by error class so far.
@@ -225,7 +252,7 @@ func (p *Progress) reset() {
 	p.Retries.Store(0)
 	p.Reconnects.Store(0)
 	p.mu.Lock()
-	p.errors = nil
+	p.errors, p.nTTFT = nil, 0
 	p.mu.Unlock()
 }
 
@@ -679,6 +706,7 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 		r.Progress.Done.Add(1)
 		r.Progress.Tokens.Add(int64(rec.OutputTokens))
 		r.Progress.DoneChunks.Add(int64(len(rec.ChunkMs)))
+		r.Progress.addTTFT(rec.TTFTMs)
 	} else {
 		r.Progress.Failed.Add(1)
 		r.Progress.CountError(rec.ErrorClass)
