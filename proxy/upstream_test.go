@@ -136,7 +136,19 @@ func TestProxySlowClientBackpressure(t *testing.T) {
 	if _, err := br.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the client stops reading
+	// The client stops reading until the upstream stops writing (held
+	// back through the proxy) for 200 ms, or has written everything.
+	for last, still, deadline := written.Load(), 0, time.Now().Add(20*time.Second); still < 20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		if n := written.Load(); n != last || n >= events {
+			last, still = n, 0
+			if n >= events {
+				break
+			}
+		} else {
+			still++
+		}
+	}
 	if n := written.Load(); n >= events {
 		t.Fatalf("the upstream wrote all %d events while the client read none: the proxy buffered the stream", n)
 	} else {
