@@ -120,8 +120,10 @@ func readToDone(t *testing.T, resp *http.Response) {
 // TestTLSOneConnectionPerUser: over HTTPS, to a server that speaks HTTP/1.1
 // only (as vLLM's uvicorn and llama.cpp do) and to one that offers HTTP/2
 // too, users that read each stream to its [DONE] keep their connection: a
-// level of 10 users × 5 requests opens 10 connections, not 50, all
-// HTTP/1.1 over TLS with the negotiated state on each answer.
+// level of 10 users × 5 requests opens at most 10 connections, not 50
+// (fewer when a user starts after another's first answer has ended and
+// takes its idle connection), all HTTP/1.1 over TLS with the negotiated
+// state on each answer.
 func TestTLSOneConnectionPerUser(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("server-h2=%v", h2), func(t *testing.T) {
@@ -152,8 +154,8 @@ func TestTLSOneConnectionPerUser(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if got := conns.Load(); got != users {
-				t.Errorf("%d connections for %d users × %d requests, want %d", got, users, each, users)
+			if got := conns.Load(); got < 1 || got > users {
+				t.Errorf("%d connections for %d users × %d requests, want at most %d", got, users, each, users)
 			}
 		})
 	}
