@@ -57,6 +57,16 @@ func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []m
 	}
 }
 
+// readAlone reports whether chunk i of a stream was read on its own: a
+// read takes the kernel's stamp of its latest packet, so chunks that came
+// in one read (the proxy descheduled past a gap between chunks: the race
+// detector on a busy machine) share the last one's stamp, and only a
+// chunk whose stamp is not the next one's can be judged against its
+// flush.
+func readAlone(chunkMs []float64, i int) bool {
+	return i+1 >= len(chunkMs) || chunkMs[i+1] != chunkMs[i]
+}
+
 func chat(t testing.TB, base string, header http.Header) (status int, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
@@ -112,6 +122,7 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		byID[streams[i].ID] = &streams[i]
 	}
 	var worst float64
+	judged := 0
 	for _, r := range recs {
 		if !r.OK || r.OutputTokens != 24 || r.TokenSource != metrics.SourceUsage || r.API != "openai-chat" || r.Model != "m" {
 			t.Fatalf("record %+v", r)
@@ -120,14 +131,18 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		if s == nil {
 			t.Fatalf("no stream %q", r.ResponseID)
 		}
+		if !readAlone(r.ChunkMs, 0) {
+			continue // the proxy was descheduled past a gap: see readAlone
+		}
+		judged++
 		truth := float64(s.Flushes[0].Sub(r.Start)) / 1e6
 		worst = max(worst, math.Abs(r.TTFTMs-truth))
 		if r.Proxy == nil || r.Proxy.SlowClient {
 			t.Errorf("proxy block %+v", r.Proxy)
 		}
 	}
-	if worst > ttftTolMs {
-		t.Errorf("upstream TTFT off the server's first flush by up to %.3f ms, want ≤ %d", worst, ttftTolMs)
+	if worst > ttftTolMs || judged < n/2 {
+		t.Errorf("upstream TTFT off the server's first flush by up to %.3f ms over %d streams, want ≤ %d over %d or more", worst, judged, ttftTolMs, n/2)
 	}
 	for _, b := range bodies {
 		if !strings.Contains(b, `"completion_tokens":24`) || !strings.HasSuffix(strings.TrimSpace(b), "data: [DONE]") {
