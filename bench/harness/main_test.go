@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tokbench/tokbench/metrics"
@@ -133,8 +134,13 @@ func TestHarnessFirst(t *testing.T) {
 		if r.TrueTTFTMinMs < 100 || r.TrueTTFTMaxMs < r.TrueTTFTMinMs {
 			t.Errorf("%s: true TTFT %.3f–%.3f ms; want at least the server's 100 ms", mode, r.TrueTTFTMinMs, r.TrueTTFTMaxMs)
 		}
-		if len(r.Warnings) > 0 {
-			t.Errorf("%s: warnings %q", mode, r.Warnings)
+		// The client's self-check may say a busy machine (the race
+		// detector, other tests) made it late: that is a measurement of
+		// this process, not a fault of the scenario. Any other warning is.
+		for _, w := range r.Warnings {
+			if !strings.HasPrefix(w, "client self-check:") {
+				t.Errorf("%s: warning %q", mode, w)
+			}
 		}
 	}
 }
