@@ -45,9 +45,10 @@ type Config struct {
 	// Upstream's scheme and host, at Upstream's path joined with /v1/x
 	// less the part Upstream's path already holds.
 	Upstream *url.URL
-	// Transport carries requests upstream (nil: a clone of
-	// http.DefaultTransport without compression, so streams stay plain,
-	// on connections that keep the kernel's receive stamps).
+	// Transport carries requests upstream (nil: wire's, tokbench bench's
+	// own: HTTP/1.1 connections, over TLS too, that keep the kernel's
+	// receive stamps, read by the handler's goroutine; no compression
+	// asked for, so streams stay plain).
 	Transport http.RoundTripper
 	// TLS configures the default Transport's connections to an HTTPS
 	// upstream (nil: Go's defaults).
@@ -108,15 +109,15 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DisableCompression = true
-		t.MaxIdleConnsPerHost = 1024
-		// Connections that keep the kernel's receive stamps: a chunk's
-		// instant is when it reached this machine, not when the proxy's
-		// goroutine got to reading it.
-		t.DialContext = wire.ReceiveTimestampDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+		// tokbench's own HTTP/1.1 connections, as bench measures with: the
+		// handler's goroutine reads the answer's head and body itself (no
+		// hop to a reader goroutine before the first chunk), and every read
+		// keeps the kernel's receive stamp, so a chunk's instant is when it
+		// reached this machine, not when the proxy got to reading it.
+		t := wire.NewTransport()
+		t.Fallback.DisableCompression = true
 		if cfg.TLS != nil {
-			t.TLSClientConfig = cfg.TLS
+			t.Fallback.TLSClientConfig = cfg.TLS
 		}
 		rt = t
 	}
@@ -282,7 +283,9 @@ type tap struct {
 // client's error and the read's (io.EOF at a clean end).
 func flushCopy(w http.ResponseWriter, src io.Reader, t tap) (maxWrite time.Duration, clientErr, srcErr error) {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	bp := copyBuffers.Get().(*[copyBuffer]byte)
+	defer copyBuffers.Put(bp)
+	buf := bp[:]
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -312,6 +315,13 @@ func flushCopy(w http.ResponseWriter, src io.Reader, t tap) (maxWrite time.Durat
 		}
 	}
 }
+
+// copyBuffer is the size of flushCopy's reads; its buffers are shared
+// (a stream's first chunk does not wait for 32 KiB to be zeroed, and 100
+// streams do not make the collector run for their buffers).
+const copyBuffer = 32 << 10
+
+var copyBuffers = sync.Pool{New: func() any { return new([copyBuffer]byte) }}
 
 // measure forwards a streamed completion and records it: the upstream's
 // answer decoded by the protocol's adapter as its bytes arrive (the
