@@ -65,13 +65,13 @@ type Standing struct {
 // highest passing level; batch: its highest throughput): the figures that
 // decide.
 type LevelFigure struct {
-	Load          string  `json:"load"`
-	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
-	DecodeTPSP50  float64 `json:"decode_tps_p50"`
-	DecodeTPSP5   float64 `json:"decode_tps_p5"`
-	OutputTPS     float64 `json:"output_tps"`
-	CostPerMillon float64 `json:"cost_per_million_output,omitempty"`
-	CostBasis     string  `json:"cost_basis,omitempty"`
+	Load           string  `json:"load"`
+	TTFTP95Ms      float64 `json:"ttft_p95_ms"`
+	DecodeTPSP50   float64 `json:"decode_tps_p50"`
+	DecodeTPSP5    float64 `json:"decode_tps_p5"`
+	OutputTPS      float64 `json:"output_tps"`
+	CostPerMillion float64 `json:"cost_per_million_output,omitempty"`
+	CostBasis      string  `json:"cost_basis,omitempty"`
 	// AgentChainS is the wall-clock of the agent profile's chain at this
 	// level's speed: its calls' TTFT p50 plus their output tokens at the
 	// decode rate p50, one after another.
@@ -172,7 +172,7 @@ func figure(lv *metrics.Level, prices metrics.Prices, agent profile.Profile) *Le
 		cost = c
 	}
 	if cost != nil {
-		f.CostPerMillon, f.CostBasis = cost.PerMillionOutput, cost.Basis
+		f.CostPerMillion, f.CostBasis = cost.PerMillionOutput, cost.Basis
 	}
 	if lv.DecodeTPS.P50 > 0 {
 		steps := float64(max(agent.Steps, 1))
@@ -194,15 +194,15 @@ func choose(st []Standing, batch bool) (string, string) {
 	if len(meets) == 0 {
 		return "", "no endpoint meets it"
 	}
-	priced := slices.DeleteFunc(slices.Clone(meets), func(s Standing) bool { return s.Level.CostPerMillon <= 0 })
+	priced := slices.DeleteFunc(slices.Clone(meets), func(s Standing) bool { return s.Level.CostPerMillion <= 0 })
 	if len(priced) > 0 {
-		best := slices.MinFunc(priced, func(a, b Standing) int { return cmp.Compare(a.Level.CostPerMillon, b.Level.CostPerMillon) })
-		why := fmt.Sprintf("the cheapest that meets it: %s per million output tokens at %s", money(best.Level.CostPerMillon), best.Level.Load)
+		best := slices.MinFunc(priced, func(a, b Standing) int { return cmp.Compare(a.Level.CostPerMillion, b.Level.CostPerMillion) })
+		why := fmt.Sprintf("the cheapest that meets it: %s per million output tokens at %s", money(best.Level.CostPerMillion), best.Level.Load)
 		if len(priced) > 1 {
 			next := math.Inf(1)
 			for _, s := range priced {
 				if s.Endpoint != best.Endpoint {
-					next = min(next, s.Level.CostPerMillon)
+					next = min(next, s.Level.CostPerMillion)
 				}
 			}
 			why += fmt.Sprintf(" (next %s)", money(next))

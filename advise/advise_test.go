@@ -62,7 +62,7 @@ func TestAdviseFastAgainstCheap(t *testing.T) {
 	}
 	// fakellm's usage says 7 prompt tokens; 7 in + 16 out at 0.1 and 0.4
 	// a million: 0.44375 a million output tokens.
-	if c := batch.Endpoints[1].Level.CostPerMillon; c < 0.4437 || c > 0.4438 {
+	if c := batch.Endpoints[1].Level.CostPerMillion; c < 0.4437 || c > 0.4438 {
 		t.Errorf("the cheap endpoint costs %g a million output tokens, want 0.44375", c)
 	}
 	// The agent chain: 5 calls of 600 tokens at the decode rate, plus TTFTs.

@@ -59,10 +59,10 @@ func standingLine(s Standing) string {
 }
 
 func costText(f *LevelFigure) string {
-	if f.CostPerMillon <= 0 {
+	if f.CostPerMillion <= 0 {
 		return "no price"
 	}
-	return fmt.Sprintf("%s per million output tokens (%s)", money(f.CostPerMillon), f.CostBasis)
+	return fmt.Sprintf("%s per million output tokens (%s)", money(f.CostPerMillion), f.CostBasis)
 }
 
 // WriteMarkdown writes the advice as Markdown: a table per use.
@@ -87,8 +87,8 @@ func WriteMarkdown(w io.Writer, a *Advice) error {
 				continue
 			}
 			cost := "—"
-			if f.CostPerMillon > 0 {
-				cost = money(f.CostPerMillon)
+			if f.CostPerMillion > 0 {
+				cost = money(f.CostPerMillion)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(s.Endpoint), meets, upTo, f.Load,
 				metrics.Figure(f.TTFTP95Ms), metrics.Figure(f.DecodeTPSP50), metrics.Figure(f.DecodeTPSP5), metrics.Figure(f.OutputTPS),

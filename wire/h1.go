@@ -405,10 +405,12 @@ func (t *Transport) tlsConfig(host string) *tls.Config {
 
 // Preconnect opens connections to the origin of u (TCP, and for HTTPS the
 // TLS handshake) until at least n are idle there, so that the requests that
-// follow find them open and pay for no set-up. With HTTP2 it sends one HEAD
-// request to u through net/http, which leaves its connection open for the
-// streams to share. Proxied requests are net/http's to connect: it opens
-// none for them. It returns how many it opened, and the first error.
+// follow find them open and pay for no set-up. With HTTP2 it opens the one
+// connection the streams share: over plain HTTP in Transport's own pool
+// (prior knowledge), over TLS with one HEAD request to u through net/http,
+// which leaves its connection open. Proxied requests are net/http's to
+// connect: it opens none for them. It returns how many it opened, and the
+// first error.
 func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, error) {
 	if t.h2c(&http.Request{Method: http.MethodHead, URL: u, Header: http.Header{}}) {
 		return t.h2cOpen(ctx, u)
