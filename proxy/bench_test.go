@@ -22,6 +22,7 @@ import (
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/wire"
 )
 
@@ -80,7 +81,8 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	const gap = 20 * time.Millisecond // 50 tokens/s a stream
 	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true})
 	defer up.Close()
-	px := startChild(b, up.URL+"/v1")
+	dir := b.TempDir()
+	px := startChild(b, up.URL+"/v1", dir)
 	const streams = 100
 	type side struct {
 		ttft, every []float64
@@ -153,6 +155,32 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(added(&relayed, 99, ttft), "relay-added-ttft-p99-ms")
 	b.ReportMetric(added(&relayed, 99, every), "relay-added-chunk-p99-ms")
 	b.ReportMetric(float64(relayCPU)/float64(relayed.chunks)/1e3, "relay-cpu-µs/chunk")
+	// What the proxy recorded, against the server's own TTFT (its kernel
+	// stamp of the request to its first flush): the difference is the
+	// way there and back on loopback, and any error of the proxy's clock.
+	px.stop()
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	truth := map[string]fakellm.Stream{}
+	for _, st := range up.Streams() {
+		truth[st.ID] = st
+	}
+	var errs []float64
+	for _, r := range recs {
+		st, ok := truth[r.ResponseID]
+		if !ok || !r.OK || r.OutputTokens != 32 || len(st.Flushes) == 0 {
+			b.Fatalf("record %d: stream %q, ok %v, %d tokens", r.ID, r.ResponseID, r.OK, r.OutputTokens)
+		}
+		errs = append(errs, r.TTFTMs-float64(st.Flushes[0].Sub(st.Arrived))/1e6)
+	}
+	if want := (b.N + 1) * streams; len(recs) != want {
+		b.Fatalf("%d records for %d streams through the proxy", len(recs), want)
+	}
+	slices.Sort(errs)
+	b.ReportMetric(metrics.Percentile(errs, 50), "recorded-ttft-err-p50-ms")
+	b.ReportMetric(metrics.Percentile(errs, 99), "recorded-ttft-err-p99-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -163,23 +191,29 @@ type child struct {
 	relay string // a TCP relay to the same upstream, for the floor
 	in    io.WriteCloser
 	out   *bufio.Reader
+	stop  func() // ends the process and waits for it
 }
 
-const childEnv = "TOKBENCH_PROXY_CHILD_UPSTREAM"
+const (
+	childEnv    = "TOKBENCH_PROXY_CHILD_UPSTREAM"
+	childOutEnv = "TOKBENCH_PROXY_CHILD_OUT"
+)
 
-// startChild starts a proxy process in front of upstream.
-func startChild(b *testing.B, upstream string) *child {
+// startChild starts a proxy process in front of upstream, recording to
+// the run directory dir.
+func startChild(b *testing.B, upstream, dir string) *child {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+upstream)
+	cmd.Env = append(os.Environ(), childEnv+"="+upstream, childOutEnv+"="+dir)
 	cmd.Stderr = os.Stderr
 	in, _ := cmd.StdinPipe()
 	outPipe, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { in.Close(); cmd.Wait() })
-	c := &child{in: in, out: bufio.NewReader(outPipe)}
+	stop := sync.OnceFunc(func() { in.Close(); cmd.Wait() })
+	b.Cleanup(stop)
+	c := &child{in: in, out: bufio.NewReader(outPipe), stop: stop}
 	line, err := c.out.ReadString('\n')
 	if err != nil {
 		b.Fatalf("the proxy process: %v", err)
@@ -228,8 +262,9 @@ func relay(addr string) string {
 }
 
 // TestMain runs the proxy process BenchmarkProxyOverhead starts: a proxy
-// in front of the upstream childEnv names, printing its URL, then its CPU
-// time for each line read on stdin, until stdin closes.
+// in front of the upstream childEnv names, recording to the directory
+// childOutEnv names, printing its URL, then its CPU time for each line
+// read on stdin, until stdin closes.
 func TestMain(m *testing.M) {
 	upstream := os.Getenv(childEnv)
 	if upstream == "" {
@@ -241,10 +276,15 @@ func TestMain(m *testing.M) {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	out, err := results.Create(os.Getenv(childOutEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	go func() {
-		if _, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Ready: func(p, _ string) { ready <- p }}); err != nil {
+		if _, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Out: out, Ready: func(p, _ string) { ready <- p }}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

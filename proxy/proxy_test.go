@@ -325,3 +325,33 @@ func TestProxyClientSide(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyBoundsRequestBody: a request body past MaxBody is answered 413
+// and never reaches the upstream; one within it goes through whole.
+func TestProxyBoundsRequestBody(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 3, Usage: true})
+	defer up.Close()
+	base, records := proxiedWith(t, up.URL, func(c *Config) { c.MaxBody = 4 << 10 })
+	post := func(content string) int {
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(
+			`{"model":"m","stream":true,"messages":[{"role":"user","content":"`+content+`"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := post(strings.Repeat("x", 5<<10)); st != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 5 KiB body: status %d, want 413", st)
+	}
+	if st := post(strings.Repeat("x", 3<<10)); st != 200 {
+		t.Errorf("a 3 KiB body: status %d", st)
+	}
+	if n := len(up.Streams()); n != 1 {
+		t.Errorf("the upstream got %d requests, want 1", n)
+	}
+	if recs := records(); len(recs) != 1 || !recs[0].OK || recs[0].OutputTokens != 3 {
+		t.Errorf("records %+v", recs)
+	}
+}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 
 	"github.com/valyala/fastjson"
@@ -14,31 +13,31 @@ import (
 // OpenAI streamed request that does not ask for usage itself, and whether
 // it changed body: the answer then carries a usage chunk the client did
 // not ask for, which stripUsage keeps from it. Other fields keep their
-// values (their order and spacing may change).
+// bytes and order (the spacing between them may change).
 func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 	if _, ok := a.(api.OpenAI); !ok {
 		return body, false
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
+	jp := parsers.Get()
+	defer parsers.Put(jp)
+	v, err := jp.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
 		return body, false
 	}
-	opts := map[string]json.RawMessage{}
-	if raw, ok := fields["stream_options"]; ok && string(raw) != "null" {
-		if json.Unmarshal(raw, &opts) != nil {
-			return body, false // not an object: the server's to refuse
-		}
-	}
-	if string(opts["include_usage"]) == "true" {
+	var ar fastjson.Arena
+	switch opts := v.Get("stream_options"); {
+	case opts == nil || opts.Type() == fastjson.TypeNull:
+		o := ar.NewObject()
+		o.Set("include_usage", ar.NewTrue())
+		v.Set("stream_options", o)
+	case opts.Type() != fastjson.TypeObject:
+		return body, false // not an object: the server's to refuse
+	case opts.Get("include_usage") != nil && opts.Get("include_usage").Type() == fastjson.TypeTrue:
 		return body, false
+	default:
+		opts.Set("include_usage", ar.NewTrue())
 	}
-	opts["include_usage"] = json.RawMessage("true")
-	fields["stream_options"], _ = json.Marshal(opts)
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return body, false
-	}
-	return out, true
+	return v.MarshalTo(nil), true
 }
 
 // usageStripper writes an SSE stream to w less the usage-only chunks

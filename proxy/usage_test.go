@@ -36,6 +36,12 @@ func TestAskUsage(t *testing.T) {
 			t.Errorf("%s → %s (changed %v), want stream_options %s (changed %v)", c.in, out, changed, c.opts, c.changed)
 		}
 	}
+	// A prompt's strings reach the server byte for byte, escapes as sent.
+	prompt := `{"model":"m","stream":true,"messages":[{"role":"user","content":"caf\u00e9 \"q\"\n\t\/ é 🦀"}],"n":1e3}`
+	out, _ := askUsage(chat, []byte(prompt))
+	if want := strings.TrimSuffix(prompt, "}") + `,"stream_options":{"include_usage":true}}`; string(out) != want {
+		t.Errorf("askUsage changed the request's fields:\n got %s\nwant %s", out, want)
+	}
 	if _, changed := askUsage(api.Anthropic{}, []byte(`{"stream":true}`)); changed {
 		t.Error("an Anthropic request was changed")
 	}
@@ -104,6 +110,54 @@ func TestProxyAsksForUsage(t *testing.T) {
 	for i, r := range recs {
 		if r.OutputTokens != 12 || r.TokenSource != metrics.SourceUsage || r.Proxy.UsageAdded != (i == 0) {
 			t.Errorf("record %d: %d tokens from %s, usage added %v", i, r.OutputTokens, r.TokenSource, r.Proxy.UsageAdded)
+		}
+	}
+}
+
+// TestAdapter: the protocol comes from the method and path, the model and
+// whether the answer streams from the body (Ollama streams unless told
+// not to); a body that is not a JSON object is not measured.
+func TestAdapter(t *testing.T) {
+	for _, c := range []struct {
+		method, path, body string
+		api, model         string // api "": not measured
+		streamed           bool
+	}{
+		{"POST", "/v1/chat/completions", `{"model":"m","stream":true}`, "openai-chat", "m", true},
+		{"POST", "/v1/chat/completions/", `{"model":"m"}`, "openai-chat", "m", false},
+		{"POST", "/v1/completions", `{"model":"c","stream":false}`, "openai-completions", "c", false},
+		{"POST", "/v1/messages", `{"model":"claude","stream":true}`, "anthropic", "claude", true},
+		{"POST", "/api/chat", `{"model":"llama3"}`, "ollama-chat", "llama3", true},
+		{"POST", "/api/generate", `{"model":"llama3","stream":null}`, "ollama-generate", "llama3", true},
+		{"POST", "/api/chat", `{"model":"llama3","stream":false}`, "ollama-chat", "llama3", false},
+		{"POST", "/completion", `{"prompt":"hi","stream":true}`, "llamacpp", "", true},
+		{"GET", "/v1/chat/completions", ``, "", "", false},
+		{"POST", "/v1/embeddings", `{"model":"e"}`, "", "", false},
+		{"POST", "/v1/chat/completions", `not json`, "", "", false},
+		{"POST", "/v1/chat/completions", `["an array"]`, "", "", false},
+	} {
+		r, _ := http.NewRequest(c.method, "http://proxy"+c.path, nil)
+		a, req, streamed := adapter(r, []byte(c.body))
+		switch {
+		case c.api == "" && a != nil:
+			t.Errorf("%s %s %s: measured as %s", c.method, c.path, c.body, a.Name())
+		case c.api != "" && (a == nil || a.Name() != c.api || req.Model != c.model || streamed != c.streamed):
+			t.Errorf("%s %s %s: %v %+v streamed %v, want %s %q streamed %v", c.method, c.path, c.body, a, req, streamed, c.api, c.model, c.streamed)
+		}
+	}
+}
+
+// BenchmarkAdapterLongPrompt: reading a long prompt's request (120 KB,
+// some 30,000 tokens) before it is sent upstream, which the client's
+// TTFT waits for.
+func BenchmarkAdapterLongPrompt(b *testing.B) {
+	body := []byte(`{"model":"m","stream":true,"max_tokens":100,"messages":[{"role":"system","content":"` +
+		strings.Repeat(`lorem ipsum dolor sit amet \n `, 4000) + `"},{"role":"user","content":"hi"}]}`)
+	r, _ := http.NewRequest(http.MethodPost, "http://proxy/v1/chat/completions", nil)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if a, _, streamed := adapter(r, body); a == nil || !streamed {
+			b.Fatal("not measured as a stream")
 		}
 	}
 }
