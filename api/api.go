@@ -264,7 +264,7 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	// the reads', not the kernel's stamps of a read another stream made.
 	kernel := err == nil && hresp.ProtoMajor == 1
 	p, conn := trace.finish(kernel)
-	resp.Start = p.sent()
+	resp.Start = p.Sent()
 	if cl.CountSetup || resp.Start.IsZero() {
 		resp.Start = handed
 	}
@@ -280,17 +280,8 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		return resp
 	}
 	defer hresp.Body.Close()
-	p.HTTP = hresp.Proto
-	if hresp.TLS != nil {
-		p.TLS = tlsVersion(hresp.TLS.Version)
-	}
 	// One clock, never backwards: t0 ≤ written ≤ first byte ≤ every chunk.
-	if p.FirstByte.Before(resp.Start) {
-		p.FirstByte = resp.Start
-	}
-	if p.Wrote.After(p.FirstByte) {
-		p.Wrote = p.FirstByte // the server answered it: it was written by then
-	}
+	p.Settle(hresp, resp.Start)
 	resp.Phases = p
 	resp.Status = hresp.StatusCode
 	if hresp.StatusCode >= 300 && hresp.StatusCode < 400 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/http"
 	"net/http/httptrace"
 	"sync"
 	"time"
@@ -135,12 +136,12 @@ func (t *requestTrace) context(ctx context.Context) context.Context {
 	})
 }
 
-// sent is the request's t0, the instant its bytes went to the kernel on
+// Sent is the request's t0, the instant its bytes went to the kernel on
 // an open connection: GotConn on tokbench's own connections, where the
 // write follows at once; net/http's WroteHeaders where it wrote (its
 // writer runs on a goroutine of its own, after GotConn); Begin when
 // neither came (the request failed before).
-func (p *Phases) sent() time.Time {
+func (p *Phases) Sent() time.Time {
 	switch {
 	case !p.WroteHeaders.IsZero():
 		return p.WroteHeaders
@@ -172,6 +173,34 @@ func (t *requestTrace) finish(kernel bool) (Phases, net.Conn) {
 		}
 	}
 	return p, t.conn
+}
+
+// Trace follows a request sent with the returned context as Client.Do
+// follows its own (tokbench proxy sends requests of its clients').
+// Once the answer's head arrived, or the request failed, done gives the
+// phases — the first byte on the kernel's clock when kernel is set (an
+// HTTP/1.1 answer; HTTP/2 streams share their connection's reads) — and
+// the connection the request went on; HTTP, TLS and the order of the
+// instants are the caller's to settle, as Do does (see Settle).
+func Trace(ctx context.Context) (traced context.Context, done func(kernel bool) (Phases, net.Conn)) {
+	t := &requestTrace{}
+	return t.context(ctx), t.finish
+}
+
+// Settle completes phases p of an answer that came: its protocol
+// versions, and one clock that never goes back from t0 (start) to the
+// request's write and the first byte.
+func (p *Phases) Settle(resp *http.Response, start time.Time) {
+	p.HTTP = resp.Proto
+	if resp.TLS != nil {
+		p.TLS = tlsVersion(resp.TLS.Version)
+	}
+	if p.FirstByte.Before(start) {
+		p.FirstByte = start
+	}
+	if p.Wrote.After(p.FirstByte) {
+		p.Wrote = p.FirstByte // the server answered it: it was written by then
+	}
 }
 
 // tlsVersion names a TLS version as run.json shows it.

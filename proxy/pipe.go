@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,27 @@ type stampLog struct {
 type logRead struct {
 	end int
 	at  time.Time
+}
+
+// logs are stampLogs to reuse: a stream's log is garbage once decoded,
+// and 100 streams of a few KB each would make the collector run often.
+var logs = sync.Pool{New: func() any { return new(stampLog) }}
+
+// maxPooledLog: a log that grew past this is left to the collector.
+const maxPooledLog = 256 << 10
+
+// getLog is an empty log.
+func getLog() *stampLog {
+	l := logs.Get().(*stampLog)
+	*l = stampLog{buf: l.buf[:0], reads: l.reads[:0]}
+	return l
+}
+
+// release gives the log back once nothing reads it.
+func (l *stampLog) release() {
+	if cap(l.buf) <= maxPooledLog {
+		logs.Put(l)
+	}
 }
 
 // add keeps a copy of b, read at at.

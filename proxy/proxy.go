@@ -21,9 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
@@ -222,6 +220,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	copyHeader(out.Header, r.Header)
+	// The proxy has the whole body: an expectation of 100 Continue (curl
+	// sends one with any body over 1 KB) was the client's of the proxy,
+	// which net/http's server met; sent on, it would hold the request
+	// for an interim answer the upstream may never give.
+	out.Header.Del("Expect")
 	out.Host = p.cfg.Upstream.Host
 	if a == nil {
 		p.pass(w, out)
@@ -353,26 +356,24 @@ var copyBuffers = sync.Pool{New: func() any { return new([copyBuffer]byte) }}
 func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metrics.Record {
 	a, req := c.a, c.req
 	resp := &api.Response{}
-	var (
-		mu    sync.Mutex // the trace's callbacks run on the transport's goroutines
-		wrote time.Time
-		conn  net.Conn
-	)
-	trace := &httptrace.ClientTrace{
-		GotConn:      func(ci httptrace.GotConnInfo) { mu.Lock(); conn = ci.Conn; mu.Unlock() },
-		WroteRequest: func(httptrace.WroteRequestInfo) { mu.Lock(); wrote = time.Now(); mu.Unlock() },
-	}
 	// The stream must reach the decoder as the protocol's plain events:
 	// the client's Accept-Encoding (gzip from some SDKs) stays here.
 	out.Header.Set("Accept-Encoding", "identity")
 	ctx := out.Context() // the client's: it ends when the client goes
-	out = out.WithContext(httptrace.WithClientTrace(ctx, trace))
+	traced, phases := api.Trace(ctx)
+	out = out.WithContext(traced)
 	sent := time.Now()
 	up, err := p.rt.RoundTrip(out)
-	mu.Lock()
-	resp.Start = cmpTime(wrote, sent)
-	upConn := conn
-	mu.Unlock()
+	// As bench's: t0 is the instant the request's bytes went to the
+	// upstream connection, its first byte and chunks on the kernel's
+	// clock over HTTP/1.1.
+	kernel := err == nil && up.ProtoMajor == 1
+	ph, upConn := phases(kernel)
+	resp.Start = cmpTime(ph.Sent(), sent)
+	if err == nil {
+		ph.Settle(up, resp.Start)
+	}
+	resp.Phases = ph
 	// max_tokens is a cap in live traffic, not a length asked for: no
 	// shortfall is counted against it.
 	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start}
@@ -401,7 +402,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	// Kernel stamps say when a connection's data arrived: one stream's
 	// only over HTTP/1.1 (HTTP/2 streams share the connection).
 	clock := time.Now
-	if kc := wire.ArrivalClock(upConn, resp.Start); kc != nil && up.ProtoMajor == 1 {
+	if kc := wire.ArrivalClock(upConn, ph.FirstByte); kc != nil && kernel {
 		resp.KernelStamps = true
 		clock = kc
 	}
@@ -445,7 +446,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 // read.
 func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time.Time), finish func()) {
 	if c.streamed {
-		log := &stampLog{}
+		log := getLog()
 		measured, overlong := int64(0), false
 		send = func(b []byte, at time.Time) {
 			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
@@ -456,6 +457,7 @@ func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time
 		}
 		finish = func() {
 			c.a.Decode(log, resp)
+			log.release()
 			if overlong {
 				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
 			}

@@ -355,3 +355,32 @@ func TestProxyBoundsRequestBody(t *testing.T) {
 		t.Errorf("records %+v", recs)
 	}
 }
+
+// TestProxyExpectContinue: a client that expects 100 Continue (curl with
+// a body over 1 KB) gets it from the proxy; the upstream gets the request
+// whole without the expectation, on a connection that keeps the kernel's
+// receive stamps.
+func TestProxyExpectContinue(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 3, Usage: true})
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"`+strings.Repeat("x", 2<<10)+`"}]}`))
+	req.Header.Set("Expect", "100-continue")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || up.LastHeader("Expect") != "" {
+		t.Errorf("status %d; the upstream got Expect %q", resp.StatusCode, up.LastHeader("Expect"))
+	}
+	recs := records()
+	if len(recs) != 1 || !recs[0].OK || recs[0].OutputTokens != 3 || recs[0].Phases == nil {
+		t.Fatalf("records %+v", recs)
+	}
+	if ph := recs[0].Phases; !ph.KernelStamps || ph.HTTP != "HTTP/1.1" || ph.FirstByteMs <= 0 || ph.FirstByteMs > recs[0].TTFTMs {
+		t.Errorf("phases %+v of a record with TTFT %.3f ms", ph, recs[0].TTFTMs)
+	}
+}

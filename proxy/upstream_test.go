@@ -40,6 +40,10 @@ func TestProxyHTTPSUpstream(t *testing.T) {
 		if !r.OK || r.OutputTokens != 10 || math.Abs(r.TTFTMs-truth) > ttftTolMs {
 			t.Errorf("record %d: ok %v, %d tokens, TTFT %.3f ms against the server's %.3f", i, r.OK, r.OutputTokens, r.TTFTMs, truth)
 		}
+		// HTTP/1.1 over TLS, as bench runs: the kernel's stamps hold.
+		if ph := r.Phases; ph == nil || ph.TLS == "" || ph.HTTP != "HTTP/1.1" || !ph.KernelStamps || ph.Reused != (i > 0) {
+			t.Errorf("record %d: phases %+v", i, ph)
+		}
 	}
 }
 
