@@ -363,7 +363,15 @@ func (t *Transport) dial(ctx context.Context, o origin) (*h1conn, error) {
 		if trace != nil && trace.TLSHandshakeStart != nil {
 			trace.TLSHandshakeStart()
 		}
-		err := tc.HandshakeContext(ctx)
+		hctx := ctx
+		if d := t.Fallback.TLSHandshakeTimeout; d > 0 {
+			// net/http's bound (10 s in its default transport): a server
+			// that stalls the handshake fails the request, not holds it.
+			var cancel context.CancelFunc
+			hctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		err := tc.HandshakeContext(hctx)
 		state := tc.ConnectionState()
 		if trace != nil && trace.TLSHandshakeDone != nil {
 			trace.TLSHandshakeDone(state, err)
@@ -865,6 +873,10 @@ func (c *h1conn) body(ctx context.Context, req *http.Request, resp *http.Respons
 		resp.TransferEncoding = []string{"chunked"}
 		resp.ContentLength = -1
 		resp.Header.Del("Transfer-Encoding")
+		// Chunked framing overrides a length sent with it (RFC 9112 6.3),
+		// and the length must not reach whoever forwards the body (a
+		// proxy), as net/http drops it too.
+		resp.Header.Del("Content-Length")
 		b.r = httputil.NewChunkedReader(c.br)
 		b.chunked = true
 	case resp.Header.Get("Content-Length") != "":

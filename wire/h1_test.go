@@ -104,6 +104,8 @@ func TestTransportFraming(t *testing.T) {
 		"/close":     "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end",
 		"/http10":    "HTTP/1.0 200 OK\r\nContent-Length: 4\r\n\r\nold!",
 		"/extra":     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n", // out of step
+		// Chunked framing wins over a length sent with it, which is dropped.
+		"/both": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 	}
 	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		for {
@@ -134,12 +136,16 @@ func TestTransportFraming(t *testing.T) {
 		{"/http10", "old!", 200, true},
 		{"/extra", "ok", 200, true},
 		{"/length", "hello world", 200, false},
+		{"/both", "hello", 200, false},
 	}
 	wantConns := int32(1)
 	for _, c := range cases {
 		resp, body := get(t, client, srv.url(c.path))
 		if resp.StatusCode != c.status || body != c.body {
 			t.Errorf("%s: %d %q, want %d %q", c.path, resp.StatusCode, body, c.status, c.body)
+		}
+		if cl := resp.Header.Get("Content-Length"); c.path == "/both" && (cl != "" || resp.ContentLength != -1) {
+			t.Errorf("%s: Content-Length %q (%d) kept beside chunked framing", c.path, cl, resp.ContentLength)
 		}
 		if got := srv.conns.Load(); got != wantConns {
 			t.Errorf("%s: the server saw %d connections, want %d", c.path, got, wantConns)
