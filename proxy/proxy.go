@@ -44,10 +44,12 @@ type Config struct {
 	// Upstream's scheme and host, at Upstream's path joined with /v1/x
 	// less the part Upstream's path already holds.
 	Upstream *url.URL
-	// Transport carries requests upstream (nil: wire's, tokbench bench's
-	// own: HTTP/1.1 connections, over TLS too, that keep the kernel's
-	// receive stamps, read by the handler's goroutine; no compression
-	// asked for, so streams stay plain).
+	// Transport carries requests upstream (nil: completions on wire's
+	// connections, tokbench bench's own: HTTP/1.1, over TLS too, keeping
+	// the kernel's receive stamps, read by the handler's goroutine; the
+	// requests the proxy does not measure — uploads among them — on its
+	// net/http Fallback, which reads an early answer while a body still
+	// goes out; no compression asked for, so streams stay plain).
 	Transport http.RoundTripper
 	// TLS configures the default Transport's connections to an HTTPS
 	// upstream (nil: Go's defaults).
@@ -76,10 +78,11 @@ type Config struct {
 
 // Proxy is an http.Handler.
 type Proxy struct {
-	cfg   Config
-	rt    http.RoundTripper
-	ids   atomic.Int64
-	start time.Time
+	cfg    Config
+	rt     http.RoundTripper // measured requests
+	passRT http.RoundTripper // the others
+	ids    atomic.Int64
+	start  time.Time
 	// InFlight counts the measured requests being streamed now.
 	InFlight atomic.Int64
 	handlers sync.WaitGroup
@@ -106,7 +109,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.SlowClient <= 0 {
 		cfg.SlowClient = 50 * time.Millisecond
 	}
-	rt := cfg.Transport
+	rt, pass := cfg.Transport, cfg.Transport
 	if rt == nil {
 		// tokbench's own HTTP/1.1 connections, as bench measures with: the
 		// handler's goroutine reads the answer's head and body itself (no
@@ -118,9 +121,9 @@ func New(cfg Config) (*Proxy, error) {
 		if cfg.TLS != nil {
 			t.Fallback.TLSClientConfig = cfg.TLS
 		}
-		rt = t
+		rt, pass = t, t.Fallback
 	}
-	return &Proxy{cfg: cfg, rt: rt, start: time.Now()}, nil
+	return &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now()}, nil
 }
 
 // hop-by-hop headers are the connection's, never forwarded (RFC 9110 7.6.1).
@@ -244,7 +247,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= max {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		// Up to 1 MiB ahead of the bytes: a client that declares 64 MiB
+		// and sends nothing holds no more.
+		buf.Grow(int(min(r.ContentLength, 1<<20)) + bytes.MinRead)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
 	return buf.Bytes(), err
@@ -281,7 +286,7 @@ func (p *Proxy) target(u *url.URL) string {
 
 // pass forwards a request the proxy does not measure.
 func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
-	resp, err := p.rt.RoundTrip(out)
+	resp, err := p.passRT.RoundTrip(out)
 	if err != nil {
 		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
 		return

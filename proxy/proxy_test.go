@@ -69,6 +69,19 @@ func sameRead(chunkMs []float64, i int) int {
 	return i
 }
 
+// reads counts the reads a stream's chunks came in (chunks with stamps of
+// their own). Judged by sameRead, a clock that gave every chunk one
+// instant would pass: a test asks that most chunks were read alone too.
+func reads(chunkMs []float64) int {
+	n := 0
+	for i := range chunkMs {
+		if sameRead(chunkMs, i) == i {
+			n++
+		}
+	}
+	return n
+}
+
 func chat(t testing.TB, base string, header http.Header) (status int, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
@@ -87,13 +100,13 @@ func chat(t testing.TB, base string, header http.Header) (status int, body strin
 }
 
 // TestProxyMeasuresAgainstTheServersInstants: 20 concurrent streams
-// through the proxy; each record's upstream TTFT matches the fake
-// server's own first flush (within ttftTolMs: one process holds server,
-// proxy and clients), the tokens are the script's, and the client gets
-// the stream and the headers unchanged. The gap between chunks is long
-// enough that no read takes two (a read carries the kernel's stamp of
-// its latest packet, so a proxy busy past a gap stamps the first chunk
-// with the second's arrival: see sameRead).
+// through the proxy; each record's upstream TTFT and every chunk's
+// arrival match the fake server's own flushes (within ttftTolMs: one
+// process holds server, proxy and clients), the tokens are the script's,
+// and the client gets the stream and the headers unchanged. The gap
+// between chunks is long enough that most reads take one (a read carries
+// the kernel's stamp of its latest packet, so a proxy busy past a gap
+// stamps the first chunk with the second's arrival: see sameRead).
 func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 	up := fakellm.New(fakellm.Script{TTFT: 30 * time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 24, Usage: true})
 	defer up.Close()
@@ -124,6 +137,7 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		byID[streams[i].ID] = &streams[i]
 	}
 	var worst float64
+	chunks, alone := 0, 0
 	for _, r := range recs {
 		if !r.OK || r.OutputTokens != 24 || r.TokenSource != metrics.SourceUsage || r.API != "openai-chat" || r.Model != "m" {
 			t.Fatalf("record %+v", r)
@@ -134,12 +148,19 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		}
 		truth := float64(s.Flushes[sameRead(r.ChunkMs, 0)].Sub(r.Start)) / 1e6
 		worst = max(worst, math.Abs(r.TTFTMs-truth))
+		if len(r.ChunkMs) != len(s.Flushes) {
+			t.Fatalf("%d chunks recorded for %d flushed", len(r.ChunkMs), len(s.Flushes))
+		}
+		for i, at := range r.ChunkMs { // every chunk, so the decode rate too
+			worst = max(worst, math.Abs(at-float64(s.Flushes[sameRead(r.ChunkMs, i)].Sub(r.Start))/1e6))
+		}
+		chunks, alone = chunks+len(r.ChunkMs), alone+reads(r.ChunkMs)
 		if r.Proxy == nil || r.Proxy.SlowClient {
 			t.Errorf("proxy block %+v", r.Proxy)
 		}
 	}
-	if worst > ttftTolMs {
-		t.Errorf("upstream TTFT off the server's first flush by up to %.3f ms, want ≤ %d", worst, ttftTolMs)
+	if worst > ttftTolMs || alone < chunks/2 {
+		t.Errorf("upstream chunks off the server's flushes by up to %.3f ms (want ≤ %d), %d of %d read alone (want half or more)", worst, ttftTolMs, alone, chunks)
 	}
 	for _, b := range bodies {
 		if !strings.Contains(b, `"completion_tokens":24`) || !strings.HasSuffix(strings.TrimSpace(b), "data: [DONE]") {
@@ -382,5 +403,29 @@ func TestProxyExpectContinue(t *testing.T) {
 	}
 	if ph := recs[0].Phases; !ph.KernelStamps || ph.HTTP != "HTTP/1.1" || ph.FirstByteMs <= 0 || ph.FirstByteMs > recs[0].TTFTMs {
 		t.Errorf("phases %+v of a record with TTFT %.3f ms", ph, recs[0].TTFTMs)
+	}
+}
+
+// TestProxyPassThroughUpload: a request the proxy does not measure goes
+// on net/http, which reads the upstream's early answer while a large
+// body is still going out: a refusal reaches the client as it came.
+func TestProxyPassThroughUpload(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, `{"error":{"message":"no key"}}`, http.StatusUnauthorized) // without reading the upload
+	}))
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	resp, err := http.Post(base+"/v1/audio/transcriptions", "application/octet-stream", bytes.NewReader(make([]byte, 8<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "no key") {
+		t.Errorf("the client got %d %q, want the upstream's 401", resp.StatusCode, b)
+	}
+	if recs := records(); len(recs) != 0 {
+		t.Errorf("%d records of an unmeasured path", len(recs))
 	}
 }

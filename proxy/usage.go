@@ -12,8 +12,9 @@ import (
 // askUsage returns body with stream_options.include_usage set, for an
 // OpenAI streamed request that does not ask for usage itself, and whether
 // it changed body: the answer then carries a usage chunk the client did
-// not ask for, which stripUsage keeps from it. Other fields keep their
-// bytes and order (the spacing between them may change).
+// not ask for, which stripUsage keeps from it. Without stream_options
+// every other byte stays as sent; with them (null, or an object without
+// include_usage) the object is written anew, values and order kept.
 func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 	if _, ok := a.(api.OpenAI); !ok {
 		return body, false
@@ -26,7 +27,18 @@ func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 	}
 	var ar fastjson.Arena
 	switch opts := v.Get("stream_options"); {
-	case opts == nil || opts.Type() == fastjson.TypeNull:
+	case opts == nil:
+		// The usual case (an SDK's request without stream options): the
+		// field goes in before the closing brace, every other byte as sent.
+		end := len(bytes.TrimRight(body, " \t\r\n")) - 1 // the closing brace
+		out := make([]byte, 0, len(body)+len(`,"stream_options":{"include_usage":true}`))
+		out = append(out, body[:end]...)
+		if v.GetObject().Len() > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `"stream_options":{"include_usage":true}`...)
+		return append(out, body[end:]...), true
+	case opts.Type() == fastjson.TypeNull:
 		o := ar.NewObject()
 		o.Set("include_usage", ar.NewTrue())
 		v.Set("stream_options", o)

@@ -42,6 +42,15 @@ func TestAskUsage(t *testing.T) {
 	if want := strings.TrimSuffix(prompt, "}") + `,"stream_options":{"include_usage":true}}`; string(out) != want {
 		t.Errorf("askUsage changed the request's fields:\n got %s\nwant %s", out, want)
 	}
+	for in, want := range map[string]string{
+		"{}":                              `{"stream_options":{"include_usage":true}}`,
+		"{\"stream\":true}\n":             "{\"stream\":true,\"stream_options\":{\"include_usage\":true}}\n",
+		`{"k\u0001":1, "stream" : true }`: `{"k\u0001":1, "stream" : true ,"stream_options":{"include_usage":true}}`,
+	} {
+		if out, changed := askUsage(chat, []byte(in)); !changed || string(out) != want {
+			t.Errorf("askUsage(%q) = %q, want %q", in, out, want)
+		}
+	}
 	if _, changed := askUsage(api.Anthropic{}, []byte(`{"stream":true}`)); changed {
 		t.Error("an Anthropic request was changed")
 	}
