@@ -3,12 +3,12 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // proxied starts a proxy in front of up; its records go to the returned
@@ -287,39 +289,23 @@ func TestProxyClientSide(t *testing.T) {
 	defer up.Close()
 	base, records := proxied(t, up.URL)
 	const n = 10
-	type seen struct{ ttft, span float64 } // ms, from the client's write
+	type seen struct{ ttft, span float64 } // ms, from the client's t0
 	var mu sync.Mutex
 	own := map[string]seen{}
 	var wg sync.WaitGroup
+	// Each client is tokbench's own: its chunks carry the kernel's
+	// receive stamps, so a busy test process does not make it late.
+	client := &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: base + "/v1"}
 	for range n {
 		wg.Go(func() {
-			req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(
-				`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`))
-			var sent time.Time // the request written: no connection set-up
-			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-				WroteRequest: func(httptrace.WroteRequestInfo) { sent = time.Now() },
-			}))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
+			r := client.Do(context.Background(), &api.Request{Model: "m", Messages: []api.Message{{Role: "user", Content: "hi"}}})
+			if r.Failed() || len(r.Chunks) == 0 || !r.KernelStamps {
+				t.Errorf("client: %s, %d chunks, kernel stamps %v", r.Error, len(r.Chunks), r.KernelStamps)
 				return
 			}
-			defer resp.Body.Close()
-			var id string
-			var first, last time.Time
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				line := sc.Text()
-				if strings.Contains(line, `"content":"`) && !strings.Contains(line, `"content":""`) {
-					last = time.Now()
-					if first.IsZero() {
-						first = last
-						id, _, _ = strings.Cut(strings.TrimPrefix(line, `data: {"id":"`), `"`)
-					}
-				}
-			}
+			first, last := r.Chunks[0].At, r.Chunks[len(r.Chunks)-1].At
 			mu.Lock()
-			own[id] = seen{ttft: ms(first.Sub(sent)), span: ms(last.Sub(first))}
+			own[r.ID] = seen{ttft: ms(first.Sub(r.Start)), span: ms(last.Sub(first))}
 			mu.Unlock()
 		})
 	}
