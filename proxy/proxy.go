@@ -17,10 +17,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -197,10 +199,23 @@ type request struct {
 	Model string
 }
 
+// ConnContext is for the http.Server that serves the proxy, with a
+// listener from wire.StampListener: a request's arrival, which the
+// client-facing TTFT counts from, is then the kernel's receive stamp of
+// its head, not the later start of its handler.
+func (p *Proxy) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+type connKey struct{}
+
 // ServeHTTP forwards one request and, for a streamed completion, measures
 // it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		arrived = wire.Arrival(c, arrived)
+	}
 	p.handlers.Add(1)
 	defer p.handlers.Done()
 	body, err := readBody(w, r, p.cfg.MaxBody)

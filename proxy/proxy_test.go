@@ -49,10 +49,18 @@ func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []m
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p)
+	srv := httptest.NewUnstartedServer(p)
+	srv.Listener = wire.StampListener(srv.Listener)
+	srv.Config.ConnContext = p.ConnContext
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL, func() []metrics.Record {
-		p.handlers.Wait()
+		// InFlight falls only once a record is in (an atomic, which orders
+		// the records before the read; handlers.Wait would race with the
+		// Add of a test's next request, which reaches the server by TCP).
+		for deadline := time.Now().Add(10 * time.Second); p.InFlight.Load() > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(recs)

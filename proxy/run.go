@@ -15,6 +15,7 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/results"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // Recorder keeps what a proxy measured: each record appended to the run
@@ -120,7 +121,8 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 			return metrics.Summary{}, fmt.Errorf("--out: %w", err)
 		}
 	}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	ln = wire.StampListener(ln)
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: p.ConnContext}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if o.Ready != nil {

@@ -63,3 +63,31 @@ func StampTime(now time.Time, ns int64) time.Time {
 	}
 	return now
 }
+
+// StampListener is ln with every connection it accepts keeping the
+// kernel's receive stamps (StampConn, stamping kept on by KeepStamping):
+// what a server that measures its requests' arrival listens on.
+func StampListener(ln net.Listener) net.Listener {
+	KeepStamping(ln)
+	return stampListener{ln}
+}
+
+type stampListener struct{ net.Listener }
+
+func (l stampListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return StampConn(c), nil
+}
+
+// Arrival is when the data last read from conn reached this machine: the
+// kernel's receive stamp where conn keeps them (a request's head, read
+// by the server before its handler runs), else now.
+func Arrival(conn net.Conn, now time.Time) time.Time {
+	if rs := Stamper(conn); rs != nil {
+		return StampTime(now, rs.LastReceived())
+	}
+	return now
+}

@@ -140,24 +140,12 @@ func NewUnstarted(s Script) *Server {
 	// The kernel's receive stamp of each request is its arrival: a
 	// handler's start comes later, by however long the process took to
 	// get to it.
-	wire.KeepStamping(f.Listener)
-	f.Listener = stampListener{f.Listener}
+	f.Listener = wire.StampListener(f.Listener)
 	f.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
 	return f
 }
 
 type connKey struct{}
-
-// stampListener's connections keep the kernel's receive stamps.
-type stampListener struct{ net.Listener }
-
-func (l stampListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return wire.StampConn(c), nil
-}
 
 // Bodies returns the JSON bodies received so far.
 func (f *Server) Bodies() []map[string]any {
@@ -204,9 +192,7 @@ func (s Script) Text() string {
 func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
-		if rs := wire.Stamper(c); rs != nil {
-			arrived = wire.StampTime(arrived, rs.LastReceived())
-		}
+		arrived = wire.Arrival(c, arrived)
 	}
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 		owned := ""
