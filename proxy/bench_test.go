@@ -155,13 +155,26 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(added(&relayed, 99, ttft), "relay-added-ttft-p99-ms")
 	b.ReportMetric(added(&relayed, 99, every), "relay-added-chunk-p99-ms")
 	b.ReportMetric(float64(relayCPU)/float64(relayed.chunks)/1e3, "relay-cpu-µs/chunk")
-	// What the proxy recorded, against the server's own TTFT (its kernel
-	// stamp of the request to its first flush): the difference is the
-	// way there and back on loopback, and any error of the proxy's clock.
 	px.stop()
+	errs := recordedTTFTErrors(b, dir, up, (b.N+1)*streams, 32)
+	b.ReportMetric(metrics.Percentile(errs, 50), "recorded-ttft-err-p50-ms")
+	b.ReportMetric(metrics.Percentile(errs, 99), "recorded-ttft-err-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// recordedTTFTErrors reads the records a proxy wrote to dir, one for each
+// of the want streams up served, every one with tokens tokens, and
+// returns, sorted, how far each recorded upstream TTFT is from the
+// server's own (its kernel stamp of the request to its first flush): the
+// way there and back on loopback, and any error of the proxy's clock.
+func recordedTTFTErrors(b *testing.B, dir string, up *fakellm.Server, want, tokens int) []float64 {
+	b.Helper()
 	recs, _, err := results.ReadRecords(dir)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if len(recs) != want {
+		b.Fatalf("%d records for %d streams through the proxy", len(recs), want)
 	}
 	truth := map[string]fakellm.Stream{}
 	for _, st := range up.Streams() {
@@ -170,18 +183,13 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	var errs []float64
 	for _, r := range recs {
 		st, ok := truth[r.ResponseID]
-		if !ok || !r.OK || r.OutputTokens != 32 || len(st.Flushes) == 0 {
+		if !ok || !r.OK || r.OutputTokens != tokens || len(st.Flushes) == 0 {
 			b.Fatalf("record %d: stream %q, ok %v, %d tokens", r.ID, r.ResponseID, r.OK, r.OutputTokens)
 		}
 		errs = append(errs, r.TTFTMs-float64(st.Flushes[0].Sub(st.Arrived))/1e6)
 	}
-	if want := (b.N + 1) * streams; len(recs) != want {
-		b.Fatalf("%d records for %d streams through the proxy", len(recs), want)
-	}
 	slices.Sort(errs)
-	b.ReportMetric(metrics.Percentile(errs, 50), "recorded-ttft-err-p50-ms")
-	b.ReportMetric(metrics.Percentile(errs, 99), "recorded-ttft-err-p99-ms")
-	b.ReportMetric(0, "ns/op")
+	return errs
 }
 
 // child is a proxy in a process of its own: the test binary run again
