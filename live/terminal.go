@@ -18,43 +18,38 @@ import (
 // runs (see ProgressLine). The function it returns clears the line and
 // stops.
 func Progress(w io.Writer, r *load.Runner, lv load.Level) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		rate := newRate(&r.Progress)
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				fmt.Fprint(w, "\r\033[K"+ProgressLine(&r.Progress, lv, rate.tps()))
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
+	return every(r, lv, 250*time.Millisecond,
+		func(line string) { fmt.Fprint(w, "\r\033[K"+line) },
+		func(string) { fmt.Fprint(w, "\r\033[K") })
 }
 
 // Plain writes one plain line on w (a log: CI, a file) as a level starts,
-// every every while it runs, and as it ends, so a long level shows it is
+// every period while it runs, and as it ends, so a long level shows it is
 // alive. The function it returns writes the last line and stops.
-func Plain(w io.Writer, r *load.Runner, lv load.Level, every time.Duration) func() {
+func Plain(w io.Writer, r *load.Runner, lv load.Level, period time.Duration) func() {
+	fmt.Fprintf(w, "tokbench: %s starting\n", lv.Load)
+	return every(r, lv, period,
+		func(line string) { fmt.Fprintln(w, "tokbench: "+line) },
+		func(line string) { fmt.Fprintln(w, "tokbench: "+line+" (done)") })
+}
+
+// every gives tick the level's ProgressLine each period, and last the
+// line once the function it returns is called; that function waits for
+// last to be done.
+func every(r *load.Runner, lv load.Level, period time.Duration, tick, last func(line string)) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	fmt.Fprintf(w, "tokbench: %s starting\n", lv.Load)
 	wg.Go(func() {
-		t := time.NewTicker(every)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		rate := newRate(&r.Progress)
 		for {
 			select {
 			case <-done:
-				fmt.Fprintln(w, "tokbench: "+ProgressLine(&r.Progress, lv, rate.tps())+" (done)")
+				last(ProgressLine(&r.Progress, lv, rate.tps()))
 				return
 			case <-t.C:
-				fmt.Fprintln(w, "tokbench: "+ProgressLine(&r.Progress, lv, rate.tps()))
+				tick(ProgressLine(&r.Progress, lv, rate.tps()))
 			}
 		}
 	})
