@@ -30,7 +30,8 @@ type logRead struct {
 // and 100 streams of a few KB each would make the collector run often.
 var logs = sync.Pool{New: func() any { return new(stampLog) }}
 
-// maxPooledLog: a log that grew past this is left to the collector.
+// maxPooledLog: a log whose bytes, or whose reads' entries (32 bytes
+// each), take more than this is left to the collector.
 const maxPooledLog = 256 << 10
 
 // getLog is an empty log.
@@ -42,7 +43,7 @@ func getLog() *stampLog {
 
 // release gives the log back once nothing reads it.
 func (l *stampLog) release() {
-	if cap(l.buf) <= maxPooledLog {
+	if cap(l.buf) <= maxPooledLog && cap(l.reads) <= maxPooledLog/32 {
 		logs.Put(l)
 	}
 }

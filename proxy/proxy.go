@@ -17,6 +17,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -389,7 +390,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	// clock over HTTP/1.1.
 	kernel := err == nil && up.ProtoMajor == 1
 	ph, upConn := phases(kernel)
-	resp.Start = cmpTime(ph.Sent(), sent)
+	resp.Start = cmp.Or(ph.Sent(), sent)
 	if err == nil {
 		ph.Settle(up, resp.Start)
 	}
@@ -422,25 +423,27 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 	// Kernel stamps say when a connection's data arrived: one stream's
 	// only over HTTP/1.1 (HTTP/2 streams share the connection).
 	clock := time.Now
-	if kc := wire.ArrivalClock(upConn, ph.FirstByte); kc != nil && kernel {
-		resp.KernelStamps = true
-		clock = kc
+	if kernel {
+		if kc := wire.ArrivalClock(upConn, ph.FirstByte); kc != nil {
+			resp.KernelStamps, clock = true, kc
+		}
 	}
 	send, finish := p.collect(c, resp)
 	client := &clientSide{arrived: c.arrived, usageAdded: c.asked, whole: !c.streamed}
-	var srcErr error
+	dst, strip := w, (*usageStripper)(nil)
 	if c.asked {
-		sw := strippingWriter{w, &usageStripper{w: w}}
-		client.maxWrite, client.err, srcErr = flushCopy(sw, up.Body, tap{stamp: clock, read: send, written: client.wrote})
-		if client.err == nil {
-			if client.err = sw.s.Close(); client.err == nil {
-				if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
-					client.err = err
-				}
+		strip = &usageStripper{w: w}
+		dst = strippingWriter{w, strip}
+	}
+	var srcErr error
+	client.maxWrite, client.err, srcErr = flushCopy(dst, up.Body, tap{stamp: clock, read: send, written: client.wrote})
+	if strip != nil && client.err == nil {
+		// What the stripper held back (an unfinished last event).
+		if client.err = strip.Close(); client.err == nil {
+			if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
+				client.err = err
 			}
 		}
-	} else {
-		client.maxWrite, client.err, srcErr = flushCopy(w, up.Body, tap{stamp: clock, read: send, written: client.wrote})
 	}
 	done := time.Now()
 	finish()
@@ -484,19 +487,22 @@ func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time
 		}
 		return send, finish
 	}
-	whole, last := &bytes.Buffer{}, time.Time{}
+	whole, last, over := &bytes.Buffer{}, time.Time{}, false
 	send = func(b []byte, at time.Time) {
 		last = at
-		if whole.Len()+len(b) <= maxWhole {
+		switch {
+		case over: // forwarded, no longer kept
+		case whole.Len()+len(b) <= maxWhole:
 			whole.Write(b)
-		} else {
-			whole.Reset()
+		default:
+			over = true
+			whole = nil
 			resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
 		}
 	}
 	finish = func() {
 		resp.Done = last
-		if !resp.Failed() && whole.Len() > 0 {
+		if !over && whole.Len() > 0 {
 			decodeWhole(c.a, whole.Bytes(), resp)
 		}
 	}
@@ -608,10 +614,3 @@ func (p *Proxy) record(resp *api.Response, req *request, a api.Adapter, info loa
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func cmpTime(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	return a
-}

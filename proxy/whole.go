@@ -15,8 +15,9 @@ const maxWhole = 16 << 20
 // reasoning; the usage, id and finish reason where the protocol has them.
 // An answer it cannot read is a malformed one.
 func decodeWhole(a api.Adapter, body []byte, resp *api.Response) {
-	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
+	jp := parsers.Get()
+	defer parsers.Put(jp)
+	v, err := jp.ParseBytes(body)
 	if err != nil {
 		resp.ErrorClass, resp.Error = api.ClassMalformedStream, "the answer is not JSON: "+err.Error()
 		return

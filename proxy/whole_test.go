@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tokbench/tokbench/api"
 )
 
 // TestProxyMeasuresWholeAnswers: a non-streamed completion of each API is
@@ -67,5 +69,30 @@ func TestProxyMeasuresWholeAnswers(t *testing.T) {
 	}
 	if n := len(records()); n != len(answers) {
 		t.Errorf("%d records for %d answers", n, len(answers))
+	}
+}
+
+// TestProxyWholeAnswerPastBound: a non-streamed answer longer than
+// maxWhole reaches the client whole; the record says it was not measured.
+func TestProxyWholeAnswerPastBound(t *testing.T) {
+	answer := `{"id":"c1","choices":[{"message":{"content":"` + strings.Repeat("x", maxWhole) + `"}}],"usage":{"prompt_tokens":1,"completion_tokens":9}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	defer up.Close()
+	base, records := proxied(t, up.URL)
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if n != int64(len(answer)) {
+		t.Errorf("the client got %d bytes of %d", n, len(answer))
+	}
+	if recs := records(); len(recs) != 1 || recs[0].OK || recs[0].ErrorClass != string(api.ClassOverlongStream) {
+		t.Errorf("records %+v", recs)
 	}
 }
