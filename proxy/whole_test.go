@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,8 @@ func TestProxyMeasuresWholeAnswers(t *testing.T) {
 		"/api/generate":        `{"response":"hello","done":true,"done_reason":"stop","prompt_eval_count":5,"eval_count":7}`,
 		"/completion":          `{"content":"hello","stop_type":"eos","tokens_evaluated":5,"tokens_predicted":7,"tokens_cached":3}`,
 	}
+	var mu sync.Mutex
+	sent := map[string][2]time.Time{} // by path: the answer's write began, its flush returned
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		time.Sleep(delay)
@@ -36,7 +40,13 @@ func TestProxyMeasuresWholeAnswers(t *testing.T) {
 				best = path
 			}
 		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(answers[best])))
+		began := time.Now()
 		io.WriteString(w, answers[best])
+		w.(http.Flusher).Flush()
+		mu.Lock()
+		sent[best] = [2]time.Time{began, time.Now()}
+		mu.Unlock()
 	}))
 	defer up.Close()
 	base, records := proxied(t, up.URL)
@@ -60,8 +70,17 @@ func TestProxyMeasuresWholeAnswers(t *testing.T) {
 			t.Errorf("%s: record %+v", path, r)
 			continue
 		}
-		if r.TTFTMs < float64(delay/time.Millisecond) || r.TTFTMs > float64(delay/time.Millisecond)+ttftTolMs || r.E2EMs != r.TTFTMs {
-			t.Errorf("%s: TTFT %.3f ms, E2E %.3f ms, want both %v and a little", path, r.TTFTMs, r.E2EMs, delay)
+		// The last byte's arrival lies within the server's write of it
+		// (whose end the server notes once the client may have the answer).
+		var span [2]time.Time
+		for deadline := time.Now().Add(10 * time.Second); span[1].IsZero() && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			span = sent[path]
+			mu.Unlock()
+		}
+		lo, hi := ms(span[0].Sub(r.Start)), ms(span[1].Sub(r.Start))
+		if r.TTFTMs < float64(delay/time.Millisecond) || r.TTFTMs < lo-ttftTolMs || r.TTFTMs > hi+ttftTolMs || r.E2EMs != r.TTFTMs {
+			t.Errorf("%s: TTFT %.3f ms, E2E %.3f ms, want both past %v, the server's write spanning %.3f to %.3f ms", path, r.TTFTMs, r.E2EMs, delay, lo, hi)
 		}
 		if cached := strings.Contains(answer, "cache"); r.CacheReported != cached || cached && r.CachedTokens != 3 {
 			t.Errorf("%s: cached %d (reported %v)", path, r.CachedTokens, r.CacheReported)

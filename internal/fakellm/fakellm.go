@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,9 +99,27 @@ type Stream struct {
 	// stamp of its bytes where the connection keeps one (the fake's own
 	// listener does), else the handler's start.
 	Arrived time.Time
-	// Flushes are the instants just before each token chunk was written.
+	// Flushes are the instants just before each token chunk was written,
+	// Sent those just after its flush returned: on loopback a receiver's
+	// kernel stamp of the chunk lies between the two (see Off).
 	Flushes []time.Time
+	Sent    []time.Time
 	Tokens  []int
+}
+
+// Off is how far at lies outside the span chunk i was on its way, from
+// just before its write to the return of its flush: 0 within it. A
+// stall of the server's own between its clock and its write (a host's
+// pause of a few ms) moves the chunk's arrival, not its measurement's
+// error: judged by Off, it is no error.
+func (s Stream) Off(i int, at time.Time) time.Duration {
+	switch {
+	case at.Before(s.Flushes[i]):
+		return s.Flushes[i].Sub(at)
+	case at.After(s.Sent[i]):
+		return at.Sub(s.Sent[i])
+	}
+	return 0
 }
 
 // Streams returns the completed and in-progress streams so far.
@@ -109,7 +128,7 @@ func (f *Server) Streams() []Stream {
 	defer f.mu.Unlock()
 	out := make([]Stream, len(f.streams))
 	for i, s := range f.streams {
-		out[i] = Stream{ID: s.ID, Arrived: s.Arrived, Flushes: append([]time.Time(nil), s.Flushes...), Tokens: append([]int(nil), s.Tokens...)}
+		out[i] = Stream{ID: s.ID, Arrived: s.Arrived, Flushes: slices.Clone(s.Flushes), Sent: slices.Clone(s.Sent), Tokens: slices.Clone(s.Tokens)}
 	}
 	return out
 }
@@ -226,8 +245,10 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 	f.streams = append(f.streams, st)
 	f.mu.Unlock()
 	flushed := func(at time.Time, tokens int) {
+		sent := time.Now()
 		f.mu.Lock()
 		st.Flushes = append(st.Flushes, at)
+		st.Sent = append(st.Sent, sent)
 		st.Tokens = append(st.Tokens, tokens)
 		f.mu.Unlock()
 	}
