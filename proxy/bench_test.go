@@ -21,6 +21,7 @@ import (
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/results"
 	"github.com/tokbench/tokbench/wire"
@@ -313,4 +314,49 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRecordEnded is the work an ended stream of 32 tokens leaves
+// the proxy, off its client's way: decoding the kept reads, making the
+// record, folding it into the summary and appending it to requests.jsonl.
+func BenchmarkRecordEnded(b *testing.B) {
+	const tokens = 32
+	var events [][]byte
+	const head = `data: {"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,`
+	for i := range tokens {
+		events = append(events, fmt.Appendf(nil, head+`"delta":{"content":" w%d"},"logprobs":null,"finish_reason":null}]}`+"\n\n", i))
+	}
+	events = append(events, []byte(head+`"delta":{},"logprobs":null,"finish_reason":"length"}]}`+"\n\n"+
+		`data: {"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[],"usage":{"prompt_tokens":12,"total_tokens":44,"completion_tokens":32}}`+"\n\n"+
+		"data: [DONE]\n\n"))
+	out, err := results.Create(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	rec := NewRecorder(out, time.Minute, nil)
+	u, _ := url.Parse("http://127.0.0.1:1/v1")
+	p, err := New(Config{Upstream: u, Sink: rec.Add})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := call{a: api.OpenAI{Chat: true}, req: &request{Model: "m"}, streamed: true}
+	start := time.Now()
+	for b.Loop() {
+		resp := &api.Response{Start: start, Status: 200}
+		send, finish := p.collect(c, resp)
+		client := &clientSide{arrived: start.Add(-time.Millisecond)}
+		for i, e := range events {
+			at := start.Add(time.Duration(i+1) * 20 * time.Millisecond)
+			send(e, at)
+			client.wrote(at, at.Add(20*time.Microsecond))
+		}
+		finish()
+		resp.Done = start.Add(time.Second)
+		r := p.record(resp, c.req, c.a, load.RecordInfo{ID: 1, LevelStart: start}, client)
+		if r.OutputTokens != tokens || !r.OK {
+			b.Fatalf("record: %d tokens, %s %s", r.OutputTokens, r.ErrorClass, r.Error)
+		}
+		rec.Add(r)
+	}
 }
