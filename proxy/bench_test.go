@@ -344,7 +344,7 @@ func BenchmarkRecordEnded(b *testing.B) {
 	start := time.Now()
 	for b.Loop() {
 		resp := &api.Response{Start: start, Status: 200}
-		send, finish := p.collect(c, resp)
+		send, finish, _ := p.collect(c, resp)
 		client := &clientSide{arrived: start.Add(-time.Millisecond)}
 		for i, e := range events {
 			at := start.Add(time.Duration(i+1) * 20 * time.Millisecond)

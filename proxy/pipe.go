@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // stampLog keeps the bytes of an answer the proxy forwarded with the
@@ -30,8 +31,8 @@ type logRead struct {
 // and 100 streams of a few KB each would make the collector run often.
 var logs = sync.Pool{New: func() any { return new(stampLog) }}
 
-// maxPooledLog: a log whose bytes, or whose reads' entries (32 bytes
-// each), take more than this is left to the collector.
+// maxPooledLog: a log whose bytes, or whose reads' entries, take more
+// than this is left to the collector.
 const maxPooledLog = 256 << 10
 
 // getLog is an empty log.
@@ -43,7 +44,7 @@ func getLog() *stampLog {
 
 // release gives the log back once nothing reads it.
 func (l *stampLog) release() {
-	if cap(l.buf) <= maxPooledLog && cap(l.reads) <= maxPooledLog/32 {
+	if cap(l.buf) <= maxPooledLog && int64(cap(l.reads)) <= maxPooledLog/logReadBytes {
 		logs.Put(l)
 	}
 }
@@ -53,6 +54,11 @@ func (l *stampLog) add(b []byte, at time.Time) {
 	l.buf = append(l.buf, b...)
 	l.reads = append(l.reads, logRead{end: len(l.buf), at: at})
 }
+
+// size is the memory the log holds.
+func (l *stampLog) size() int64 { return int64(cap(l.buf)) + int64(cap(l.reads))*logReadBytes }
+
+const logReadBytes = int64(unsafe.Sizeof(logRead{}))
 
 // Read reads the kept bytes up to the end of one read at a time, so the
 // clock says when what it returns arrived.

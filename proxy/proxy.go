@@ -31,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 
@@ -86,9 +87,11 @@ type Proxy struct {
 	passRT http.RoundTripper // the others
 	ids    atomic.Int64
 	start  time.Time
-	// InFlight counts the measured requests being streamed now.
+	// InFlight counts the measured requests being streamed now and those
+	// ended but not yet recorded (a few ms at most behind).
 	InFlight atomic.Int64
-	handlers sync.WaitGroup
+	handlers sync.WaitGroup // and records to make
+	backlog  backlog
 }
 
 // New returns the proxy of cfg.
@@ -253,11 +256,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.InFlight.Add(1)
-	defer p.InFlight.Add(-1)
-	rec := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, streamed: streamed})
-	if p.cfg.Sink != nil {
-		p.cfg.Sink(rec)
-	}
+	p.handlers.Add(1)
+	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, streamed: streamed})
+	// The client has its answer; the record is made off its way.
+	p.backlog.add(kept, func() {
+		rec := record()
+		if p.cfg.Sink != nil {
+			p.cfg.Sink(rec)
+		}
+		p.InFlight.Add(-1)
+		p.handlers.Done()
+	})
 }
 
 // readBody reads a request's body, up to max bytes, into a buffer of its
@@ -373,11 +382,12 @@ const copyBuffer = 32 << 10
 
 var copyBuffers = sync.Pool{New: func() any { return new([copyBuffer]byte) }}
 
-// measure forwards a streamed completion and records it: the upstream's
-// answer decoded by the protocol's adapter as its bytes arrive (the
-// arrival instants are the proxy's reads), the client's as they were
-// written to it.
-func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metrics.Record {
+// measure forwards a completion and returns how to make its record, to be
+// called once the client has its answer, and the bytes of the answer it
+// keeps until then: the upstream's answer decoded by the protocol's
+// adapter (the arrival instants are the proxy's reads), the client's as
+// they were written to it.
+func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (record func() metrics.Record, kept int64) {
 	a, req := c.a, c.req
 	resp := &api.Response{}
 	// The stream must reach the decoder as the protocol's plain events:
@@ -405,7 +415,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		resp.Done = time.Now()
 		resp.ErrorClass, resp.Error = api.ClassifyTransport(ctx, err), "upstream: "+err.Error()
 		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
-		return p.record(resp, req, a, info, nil)
+		return func() metrics.Record { return p.record(resp, req, a, info, nil) }, 0
 	}
 	defer up.Body.Close()
 	resp.Status = up.StatusCode
@@ -421,7 +431,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		resp.Done = time.Now()
 		resp.ErrorClass = api.HTTPClass(up.StatusCode)
 		resp.Error = fmt.Sprintf("HTTP %d from %s %s: %s", up.StatusCode, out.Method, out.URL.Path, api.ErrorMessage(msg.Bytes()))
-		return p.record(resp, req, a, info, &clientSide{err: cerr})
+		return func() metrics.Record { return p.record(resp, req, a, info, &clientSide{err: cerr}) }, int64(msg.Len())
 	}
 	// Kernel stamps say when a connection's data arrived: one stream's
 	// only over HTTP/1.1 (HTTP/2 streams share the connection).
@@ -431,7 +441,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 			resp.KernelStamps, clock = true, kc
 		}
 	}
-	send, finish := p.collect(c, resp)
+	send, finish, size := p.collect(c, resp)
 	client := &clientSide{arrived: c.arrived, usageAdded: c.asked, whole: !c.streamed}
 	dst, strip := w, (*usageStripper)(nil)
 	if c.asked {
@@ -449,28 +459,38 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) metric
 		}
 	}
 	done := time.Now()
-	finish()
-	if resp.Done.IsZero() {
-		resp.Done = done
+	// What ends with the handler (the client's context among it) is read
+	// now; the record is made later.
+	ctxErr, enc := ctx.Err(), up.Header.Get("Content-Encoding")
+	var srcClass api.Class
+	if !errors.Is(srcErr, io.EOF) {
+		srcClass = api.ClassifyTransport(ctx, srcErr)
 	}
-	switch enc := up.Header.Get("Content-Encoding"); {
-	case ctx.Err() != nil:
-		// The client left (a stop button): its request, not the server's failure.
-		resp.ErrorClass, resp.Error = ClassClientClosed, fmt.Sprintf("the client closed the connection after %d chunks", len(resp.Chunks))
-	case !errors.Is(srcErr, io.EOF):
-		resp.ErrorClass, resp.Error = api.ClassifyTransport(ctx, srcErr), "upstream: "+srcErr.Error()
-	case enc != "" && !strings.EqualFold(enc, "identity"):
-		resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
-	}
-	return p.record(resp, req, a, info, client)
+	return func() metrics.Record {
+		finish()
+		if resp.Done.IsZero() {
+			resp.Done = done
+		}
+		switch {
+		case ctxErr != nil:
+			// The client left (a stop button): its request, not the server's failure.
+			resp.ErrorClass, resp.Error = ClassClientClosed, fmt.Sprintf("the client closed the connection after %d chunks", len(resp.Chunks))
+		case srcClass != "":
+			resp.ErrorClass, resp.Error = srcClass, "upstream: "+srcErr.Error()
+		case enc != "" && !strings.EqualFold(enc, "identity"):
+			resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
+		}
+		return p.record(resp, req, a, info, client)
+	}, size() + int64(len(client.spans))*spanBytes
 }
 
 // collect keeps what the answer needs to be measured, read by read
-// (send), and measures it once it has ended (finish): a stream's reads
+// (send), and measures it once it has ended (finish; kept is the memory
+// that holds until then): a stream's reads
 // with their instants, decoded by c's protocol (up to MaxMeasured); a
 // whole answer's bytes (up to maxWhole), read as one chunk at its last
 // read.
-func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time.Time), finish func()) {
+func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time.Time), finish func(), kept func() int64) {
 	if c.streamed {
 		log := getLog()
 		measured, overlong := int64(0), false
@@ -488,7 +508,7 @@ func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time
 				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
 			}
 		}
-		return send, finish
+		return send, finish, log.size
 	}
 	whole, last, over := &bytes.Buffer{}, time.Time{}, false
 	send = func(b []byte, at time.Time) {
@@ -509,7 +529,13 @@ func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time
 			decodeWhole(c.a, whole.Bytes(), resp)
 		}
 	}
-	return send, finish
+	kept = func() int64 {
+		if over {
+			return 0
+		}
+		return int64(whole.Cap())
+	}
+	return send, finish, kept
 }
 
 // strippingWriter writes an answer to the client through a
@@ -553,6 +579,8 @@ type clientSide struct {
 // kernel's receive stamp where there is one) and the instant its write
 // and flush to the client ended.
 type span struct{ read, written time.Time }
+
+const spanBytes = int64(unsafe.Sizeof(span{}))
 
 func (c *clientSide) wrote(read, written time.Time) {
 	if len(c.spans) < maxSpans {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math"
@@ -71,12 +72,20 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 	if through.OutputTokens != direct.OutputTokens || through.Requests.Completed != 40 {
 		t.Errorf("tokens %d through, %d direct; %d completed", through.OutputTokens, direct.OutputTokens, through.Requests.Completed)
 	}
-	resp, err := http.Get(urls[1])
-	if err != nil {
-		t.Fatal(err)
+	// A client has its answer a moment before the proxy has recorded it:
+	// scrape once nothing is in flight.
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		resp, err := http.Get(urls[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(body, []byte("\ntokbench_in_flight_requests 0\n")) || time.Now().After(deadline) {
+			break
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	m := regexp.MustCompile(`tokbench_requests_total\{api="openai-chat",model="m",outcome="ok",status="200"\} (\d+)`).FindSubmatch(body)
 	stop()
 	s := <-done
