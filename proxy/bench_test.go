@@ -77,7 +77,10 @@ func BenchmarkProxyStreams(b *testing.B) {
 // server's to choose. It reports the p50 and p99 of each through the
 // proxy less the same percentile direct, the proxy process's CPU time per
 // chunk it carried, and the same for the relay: the floor any proxy's hop
-// costs on this machine.
+// costs on this machine. held-p50/p99 are each chunk's own time in the
+// proxy, from the kernel's stamp of its arrival there to the kernel's
+// stamp of its arrival at the client, and relay-held the relay's (to the
+// end of its write): no other process's scheduling is in these.
 func BenchmarkProxyOverhead(b *testing.B) {
 	const gap = 20 * time.Millisecond // 50 tokens/s a stream
 	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true})
@@ -90,6 +93,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		chunks      int
 	}
 	var direct, through, relayed side
+	arrived := map[string][]time.Time{} // through the proxy: each chunk's arrival at the client
 	client := func(u string) *api.Client {
 		return &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: u + "/v1"}
 	}
@@ -122,12 +126,21 @@ func BenchmarkProxyOverhead(b *testing.B) {
 				s.every = append(s.every, d)
 			}
 			s.chunks += len(r.Chunks)
+			if s == &through {
+				at := make([]time.Time, len(r.Chunks))
+				for i, c := range r.Chunks {
+					at[i] = c.At
+				}
+				arrived[r.ID] = at
+			}
 		}
 	}
 	round(cd, &direct) // connections open, code warm
 	round(cp, &through)
 	round(cr, &relayed)
 	direct, through, relayed = side{}, side{}, side{}
+	clear(arrived)
+	px.relayHeld(b) // the warm-up's
 	var cpu, relayCPU time.Duration
 	for b.Loop() {
 		round(cd, &direct)
@@ -156,24 +169,29 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(added(&relayed, 99, ttft), "relay-added-ttft-p99-ms")
 	b.ReportMetric(added(&relayed, 99, every), "relay-added-chunk-p99-ms")
 	b.ReportMetric(float64(relayCPU)/float64(relayed.chunks)/1e3, "relay-cpu-µs/chunk")
+	relay50, relay99 := px.relayHeld(b)
+	b.ReportMetric(relay50, "relay-held-p50-ms")
+	b.ReportMetric(relay99, "relay-held-p99-ms")
 	px.stop()
-	errs := recordedTTFTErrors(b, dir, up, (b.N+1)*streams, 32)
-	b.ReportMetric(metrics.Percentile(errs, 50), "recorded-ttft-err-p50-ms")
-	b.ReportMetric(metrics.Percentile(errs, 99), "recorded-ttft-err-p99-ms")
-	b.ReportMetric(0, "ns/op")
-}
-
-// recordedTTFTErrors reads the records a proxy wrote to dir, one for each
-// of the want streams up served, every one with tokens tokens, and
-// returns, sorted, how far each recorded upstream TTFT is from the
-// server's own (its kernel stamp of the request to its first flush): the
-// way there and back on loopback, and any error of the proxy's clock.
-func recordedTTFTErrors(b *testing.B, dir string, up *fakellm.Server, want, tokens int) []float64 {
-	b.Helper()
 	recs, _, err := results.ReadRecords(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	errs := recordedTTFTErrors(b, recs, up, (b.N+1)*streams, 32)
+	b.ReportMetric(metrics.Percentile(errs, 50), "recorded-ttft-err-p50-ms")
+	b.ReportMetric(metrics.Percentile(errs, 99), "recorded-ttft-err-p99-ms")
+	held := heldInProxy(b, recs, arrived)
+	b.ReportMetric(metrics.Percentile(held, 50), "held-p50-ms")
+	b.ReportMetric(metrics.Percentile(held, 99), "held-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// recordedTTFTErrors checks the records a proxy wrote, one for each of
+// the want streams up served, every one with tokens tokens, and returns, sorted, how far each recorded upstream TTFT is from the
+// server's own (its kernel stamp of the request to its first flush): the
+// way there and back on loopback, and any error of the proxy's clock.
+func recordedTTFTErrors(b *testing.B, recs []metrics.Record, up *fakellm.Server, want, tokens int) []float64 {
+	b.Helper()
 	if len(recs) != want {
 		b.Fatalf("%d records for %d streams through the proxy", len(recs), want)
 	}
@@ -191,6 +209,31 @@ func recordedTTFTErrors(b *testing.B, dir string, up *fakellm.Server, want, toke
 	}
 	slices.Sort(errs)
 	return errs
+}
+
+// heldInProxy returns, sorted, how long each token-carrying chunk of the
+// records spent in the proxy: its kernel receive stamp at the client
+// (arrived, by response id) less its kernel receive stamp at the proxy
+// (the record's start and chunk offset). Both are the kernel's instants:
+// neither the server's scheduling nor the client's is in them.
+func heldInProxy(b *testing.B, recs []metrics.Record, arrived map[string][]time.Time) []float64 {
+	b.Helper()
+	var held []float64
+	for _, r := range recs {
+		at, ok := arrived[r.ResponseID]
+		if !ok {
+			continue // a warm-up round's
+		}
+		for i, ms := range r.ChunkMs {
+			in := r.Start.Add(time.Duration(ms * 1e6))
+			held = append(held, float64(at[i].Sub(in))/1e6)
+		}
+	}
+	if len(held) == 0 {
+		b.Fatal("no chunks through the proxy")
+	}
+	slices.Sort(held)
+	return held
 }
 
 // child is a proxy in a process of its own: the test binary run again
@@ -234,8 +277,7 @@ func startChild(b *testing.B, upstream, dir string) *child {
 // cpu asks the proxy process for its CPU time so far.
 func (c *child) cpu(b *testing.B) time.Duration {
 	b.Helper()
-	io.WriteString(c.in, "cpu\n")
-	line, err := c.out.ReadString('\n')
+	line, err := c.ask("cpu")
 	ns, perr := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
 	if err != nil || perr != nil {
 		b.Fatalf("the proxy process's CPU: %q %v", line, err)
@@ -243,8 +285,28 @@ func (c *child) cpu(b *testing.B) time.Duration {
 	return time.Duration(ns)
 }
 
-// relay serves a TCP relay to addr and returns its URL.
-func relay(addr string) string {
+// ask sends the proxy process a line and reads its answer's.
+func (c *child) ask(q string) (string, error) {
+	io.WriteString(c.in, q+"\n")
+	return c.out.ReadString('\n')
+}
+
+// relayHeld asks the proxy process for the p50 and p99 of its relay's
+// held times since it last asked, in ms.
+func (c *child) relayHeld(b *testing.B) (p50, p99 float64) {
+	b.Helper()
+	line, err := c.ask("held")
+	if _, serr := fmt.Sscan(line, &p50, &p99); err != nil || serr != nil {
+		b.Fatalf("the relay's held times: %q %v %v", line, err, serr)
+	}
+	return p50, p99
+}
+
+// relay serves a TCP relay to addr and returns its URL. Its answers are
+// read with the kernel's receive stamps, and each read's time in the
+// relay (from its stamp to the end of its write to the client) kept in
+// held: the floor of what a hop costs a chunk on this machine.
+func relay(addr string, held *heldLog) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
@@ -256,18 +318,53 @@ func relay(addr string) string {
 				return
 			}
 			go func() {
+				defer c.Close()
 				up, err := net.Dial("tcp", addr)
 				if err != nil {
-					c.Close()
 					return
 				}
 				go func() { io.Copy(up, c); up.Close() }()
-				io.Copy(c, up)
-				c.Close()
+				up = wire.StampConn(up)
+				buf := make([]byte, copyBuffer)
+				for {
+					n, err := up.Read(buf)
+					if n > 0 {
+						at := wire.Arrival(up, time.Now())
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+						held.add(time.Since(at))
+					}
+					if err != nil {
+						return
+					}
+				}
 			}()
 		}
 	}()
 	return "http://" + ln.Addr().String()
+}
+
+// heldLog keeps how long a relay held each read, for the benchmark to ask.
+type heldLog struct {
+	mu sync.Mutex
+	ms []float64
+}
+
+func (h *heldLog) add(d time.Duration) {
+	h.mu.Lock()
+	h.ms = append(h.ms, float64(d)/1e6)
+	h.mu.Unlock()
+}
+
+// take returns what was kept, sorted, and forgets it.
+func (h *heldLog) take() []float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ms := h.ms
+	h.ms = nil
+	slices.Sort(ms)
+	return ms
 }
 
 // TestMain runs the proxy process BenchmarkProxyOverhead starts: a proxy
@@ -299,10 +396,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}()
-	fmt.Println(<-ready, relay(u.Host))
+	var held heldLog
+	fmt.Println(<-ready, relay(u.Host, &held))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		fmt.Println(int64(cpuTime()))
+		switch sc.Text() {
+		case "cpu":
+			fmt.Println(int64(cpuTime()))
+		case "held":
+			ms := held.take()
+			fmt.Println(metrics.Percentile(ms, 50), metrics.Percentile(ms, 99))
+		}
 	}
 	stop()
 	pprof.StopCPUProfile()
