@@ -1,6 +1,10 @@
 package proxy
 
-import "sync"
+import (
+	"log"
+	"runtime/debug"
+	"sync"
+)
 
 // backlog runs the work of recording ended streams — decoding each one's
 // kept bytes, making its record, appending it — on one goroutine at a
@@ -10,8 +14,11 @@ import "sync"
 // done by each handler as its stream ended, streams ending together took
 // both of a 2-core machine's, and the chunks of those still open waited.
 //
-// What waits is bounded (maxBacklog bytes of kept answers): past that a
-// handler does its own work, as before.
+// What waits is bounded (maxBacklog bytes of kept answers, and
+// jobOverhead a job besides): past that a handler does its own work, as
+// before, beside the backlog's goroutine, so records may then reach the
+// sink out of their streams' order. A job that panics is logged, as
+// net/http's server logs a handler's panic, and the proxy goes on.
 type backlog struct {
 	mu      sync.Mutex
 	jobs    []job
@@ -24,12 +31,17 @@ type job struct {
 	bytes int64
 }
 
-// maxBacklog bounds the bytes the answers waiting to be recorded keep.
-const maxBacklog = 64 << 20
+// maxBacklog bounds the bytes the answers waiting to be recorded keep;
+// jobOverhead is what a job holds besides (its response and record).
+const (
+	maxBacklog  = 64 << 20
+	jobOverhead = 1 << 10
+)
 
 // add runs do later, on the backlog's goroutine; do holds bytes of kept
 // answer until it has run. When the backlog is full, add runs do itself.
 func (q *backlog) add(bytes int64, do func()) {
+	bytes += jobOverhead
 	q.mu.Lock()
 	if q.bytes+bytes > maxBacklog {
 		q.mu.Unlock()
@@ -61,9 +73,19 @@ func (q *backlog) drain() {
 		q.jobs[0] = job{}
 		q.jobs = q.jobs[1:]
 		q.mu.Unlock()
-		j.do()
+		j.run()
 		q.mu.Lock()
 		q.bytes -= j.bytes
 		q.mu.Unlock()
 	}
+}
+
+// run runs the job; a panic is logged with its stack.
+func (j job) run() {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Printf("tokbench proxy: making a record panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	j.do()
 }

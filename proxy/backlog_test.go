@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"bytes"
+	"log"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,13 +70,32 @@ func TestBacklogOneAtATimeInOrder(t *testing.T) {
 func TestBacklogFullRunsInline(t *testing.T) {
 	var q backlog
 	release, started := make(chan struct{}), make(chan struct{})
-	q.add(maxBacklog/2, func() { close(started); <-release })
+	q.add(maxBacklog-jobOverhead, func() { close(started); <-release }) // fills it while it runs
 	<-started
-	q.add(maxBacklog/2, func() {}) // waits: the first holds half
 	inline := false
-	q.add(1, func() { inline = true })
+	q.add(0, func() { inline = true })
 	if !inline {
 		t.Error("a job past the bound did not run at once")
 	}
 	close(release)
+}
+
+// TestBacklogSurvivesAPanic: a job that panics is logged, and the jobs
+// after it still run.
+func TestBacklogSurvivesAPanic(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	var q backlog
+	done := make(chan struct{})
+	q.add(0, func() { panic("a bad stream") })
+	q.add(0, func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job after a panic never ran")
+	}
+	if !strings.Contains(logged.String(), "making a record panicked: a bad stream") {
+		t.Errorf("logged %q", logged.String())
+	}
 }

@@ -224,6 +224,9 @@ func heldInProxy(b *testing.B, recs []metrics.Record, arrived map[string][]time.
 		if !ok {
 			continue // a warm-up round's
 		}
+		if len(at) < len(r.ChunkMs) {
+			b.Fatalf("record %d: %d chunks, the client got %d", r.ID, len(r.ChunkMs), len(at))
+		}
 		for i, ms := range r.ChunkMs {
 			in := r.Start.Add(time.Duration(ms * 1e6))
 			held = append(held, float64(at[i].Sub(in))/1e6)
@@ -324,12 +327,12 @@ func relay(addr string, held *heldLog) string {
 					return
 				}
 				go func() { io.Copy(up, c); up.Close() }()
-				up = wire.StampConn(up)
+				stamped := wire.StampConn(up)
 				buf := make([]byte, copyBuffer)
 				for {
-					n, err := up.Read(buf)
+					n, err := stamped.Read(buf)
 					if n > 0 {
-						at := wire.Arrival(up, time.Now())
+						at := wire.Arrival(stamped, time.Now())
 						if _, err := c.Write(buf[:n]); err != nil {
 							return
 						}

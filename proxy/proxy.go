@@ -257,15 +257,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.InFlight.Add(1)
 	p.handlers.Add(1)
+	queued := false
+	defer func() {
+		if !queued { // measure panicked (net/http's server logs it)
+			p.handlers.Done()
+			p.InFlight.Add(-1)
+		}
+	}()
 	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, streamed: streamed})
+	queued = true
 	// The client has its answer; the record is made off its way.
 	p.backlog.add(kept, func() {
+		defer p.InFlight.Add(-1) // once the record is in
+		defer p.handlers.Done()
 		rec := record()
 		if p.cfg.Sink != nil {
 			p.cfg.Sink(rec)
 		}
-		p.InFlight.Add(-1)
-		p.handlers.Done()
 	})
 }
 
@@ -481,7 +489,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 			resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
 		}
 		return p.record(resp, req, a, info, client)
-	}, size() + int64(len(client.spans))*spanBytes
+	}, size() + int64(cap(client.spans))*spanBytes
 }
 
 // collect keeps what the answer needs to be measured, read by read

@@ -162,10 +162,10 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		if s == nil {
 			t.Fatalf("no stream %q", r.ResponseID)
 		}
-		worst = max(worst, offMs(s, sameRead(r.ChunkMs, 0), r.Start, r.TTFTMs))
 		if len(r.ChunkMs) != len(s.Flushes) {
 			t.Fatalf("%d chunks recorded for %d flushed", len(r.ChunkMs), len(s.Flushes))
 		}
+		worst = max(worst, offMs(s, sameRead(r.ChunkMs, 0), r.Start, r.TTFTMs))
 		for i, at := range r.ChunkMs { // every chunk, so the decode rate too
 			worst = max(worst, offMs(s, sameRead(r.ChunkMs, i), r.Start, at))
 		}
