@@ -71,11 +71,15 @@ func TestSelfCheckFiresWhenStarved(t *testing.T) {
 
 // TestSelfCheckQuietWhenIdle: a light level on an unloaded client raises no
 // self-check warning. It runs as bench does, with kernel receive stamps
-// where the kernel grants them: then a few milliseconds of lateness (CI
-// runs other packages' tests beside this one) warns only if it merged
-// chunks the server sent 10 ms apart. The machine is shared, so one of
-// three attempts must be quiet; a client that always warned fails.
+// where the kernel grants them: then a few milliseconds of lateness warn
+// only if they merged chunks the server sent 10 ms apart. The machine is
+// shared (CI runs other packages' tests beside this one, and a host may
+// pause it for milliseconds), and a warning then is the self-check doing
+// its work, so an attempt counts only when the self-check's own ticker
+// was never late by idleLagMs: every such attempt must be quiet. With no
+// such attempt in ten the test has nothing to judge, and says so.
 func TestSelfCheckQuietWhenIdle(t *testing.T) {
+	const idleLagMs = 1
 	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 10 * time.Millisecond, Tokens: 20, Usage: true})
 	defer srv.Close()
 	r := newRunner(t, srv)
@@ -83,7 +87,7 @@ func TestSelfCheckQuietWhenIdle(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	r.Client.HTTP = &http.Client{Transport: tr}
 	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 1}, Requests: 5}
-	for attempt := 1; ; attempt++ {
+	for attempt := 1; attempt <= 10; attempt++ {
 		res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 20})
 		if err != nil {
 			t.Fatal(err)
@@ -92,18 +96,20 @@ func TestSelfCheckQuietWhenIdle(t *testing.T) {
 		if c == nil {
 			t.Fatal("level has no client self-check")
 		}
+		if c.TickLagMaxMs <= 0 {
+			t.Fatalf("the level measured no ticker lag: %+v", *c)
+		}
 		w := selfCheckWarnings(res.Level)
-		if len(w) == 0 {
-			if c.TickLagMaxMs <= 0 {
-				t.Errorf("quiet level measured no ticker lag: %+v", *c)
-			}
-			return
+		if c.TickLagMaxMs >= idleLagMs {
+			t.Logf("attempt %d: the machine was busy (ticker late by up to %.3f ms); warnings %q", attempt, c.TickLagMaxMs, w)
+			continue
 		}
-		t.Logf("attempt %d warned: %q (%+v)", attempt, w, *c)
-		if attempt == 3 {
-			t.Fatalf("an idle client warned in 3 attempts: %q", w)
+		if len(w) > 0 {
+			t.Fatalf("an idle client (ticker late by %.3f ms at most) warned: %q (%+v)", c.TickLagMaxMs, w, *c)
 		}
+		return
 	}
+	t.Skip("the machine was busy in all 10 attempts: no idle level to judge")
 }
 
 // TestClientBlockInSummary: the figures land in summary.json under

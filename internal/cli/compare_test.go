@@ -122,7 +122,6 @@ func TestCompareSimulatorRuns(t *testing.T) {
 		}
 		return dir
 	}
-	h1, h2, a1 := bench("h100-sxm"), bench("h100-sxm"), bench("a100-80gb")
 	// alpha 0.01 keeps chance alarms over the eleven rows rare, and six
 	// fully separated samples a side still reach p = 0.004.
 	const gate = "decode_tps_p50<-5%,ttft_p95>+10%"
@@ -130,12 +129,29 @@ func TestCompareSimulatorRuns(t *testing.T) {
 	// The simulator runs in real time: on a busy 2-core machine its 6.7 ms
 	// TTFT moves by 0.15 ms (2%) between two runs, a real change of the
 	// machine's, not chance. A 5% floor keeps that out; the A100's 40%
-	// slower decode is far beyond it.
-	code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, h2, "--alpha", "0.01", "--min-change", "5", "--fail-if", gate)
-	if code != 0 || !strings.Contains(stdout, "no significant change") {
-		t.Errorf("identical settings: exit %d, stderr %s\n%s", code, stderr, stdout)
+	// slower decode is far beyond it. A run the machine stalled (a host's
+	// pause of milliseconds) is a real change too, and compare then says
+	// the runs are not like for like (one client's self-check warned):
+	// only a like-for-like pair is judged, of up to five.
+	var h1 string
+	for attempt := 1; ; attempt++ {
+		h1 = bench("h100-sxm")
+		h2 := bench("h100-sxm")
+		code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, h2, "--alpha", "0.01", "--min-change", "5", "--fail-if", gate)
+		if strings.Contains(stderr, "not like for like") {
+			t.Logf("attempt %d: %s", attempt, strings.TrimSpace(stderr))
+			if attempt == 5 {
+				t.Skip("no like-for-like pair of runs in 5 attempts: the machine kept stalling")
+			}
+			continue
+		}
+		if code != 0 || !strings.Contains(stdout, "no significant change") {
+			t.Errorf("identical settings: exit %d, stderr %s\n%s", code, stderr, stdout)
+		}
+		break
 	}
-	code, stdout, stderr = runCLI(context.Background(), nil, "compare", h1, a1, "--alpha", "0.01", "--fail-if", gate)
+	a1 := bench("a100-80gb")
+	code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, a1, "--alpha", "0.01", "--fail-if", gate)
 	if code != ExitFailure || !strings.Contains(stderr, "decode_tps_p50") || !strings.Contains(stderr, "is significant") {
 		t.Errorf("h100 → a100: exit %d, stderr %s\n%s", code, stderr, stdout)
 	}
