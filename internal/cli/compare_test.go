@@ -127,17 +127,17 @@ func TestCompareSimulatorRuns(t *testing.T) {
 	const gate = "decode_tps_p50<-5%,ttft_p95>+10%"
 
 	// The simulator runs in real time: on a busy 2-core machine its 6.7 ms
-	// TTFT moves by 0.15 ms (2%) between two runs, a real change of the
-	// machine's, not chance. A 5% floor keeps that out; the A100's 40%
-	// slower decode is far beyond it. A run the machine stalled (a host's
-	// pause of milliseconds) is a real change too, and compare then says
-	// the runs are not like for like (one client's self-check warned):
-	// only a like-for-like pair is judged, of up to five.
+	// TTFT moves between two runs, a real change of the machine's, not
+	// chance — by 0.15 ms (2%) on a quiet host, by 14% on one that pauses
+	// the machine for milliseconds. A 25% floor keeps that out; the A100's
+	// 40% slower decode is far beyond it. When a pause shows in a run's
+	// self-check, compare says the pair is not like for like: only a
+	// like-for-like pair is judged, of up to five.
 	var h1 string
 	for attempt := 1; ; attempt++ {
 		h1 = bench("h100-sxm")
 		h2 := bench("h100-sxm")
-		code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, h2, "--alpha", "0.01", "--min-change", "5", "--fail-if", gate)
+		code, stdout, stderr := runCLI(context.Background(), nil, "compare", h1, h2, "--alpha", "0.01", "--min-change", "25", "--fail-if", gate)
 		if strings.Contains(stderr, "not like for like") {
 			t.Logf("attempt %d: %s", attempt, strings.TrimSpace(stderr))
 			if attempt == 5 {
