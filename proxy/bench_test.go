@@ -64,12 +64,16 @@ func BenchmarkProxyStreams(b *testing.B) {
 }
 
 // BenchmarkProxyOverhead: what the proxy adds to what a client gets, at
-// 100 concurrent streams. The proxy runs in a process of its own, as it
-// does in front of an application (in one process with the fake server
-// and the clients, its goroutines would wait for theirs). Each round
-// sends 100 streams straight to a fake server, 100 through the proxy and
-// 100 through a bare TCP relay, started over one gap between chunks as
-// steady traffic is, with tokbench's own client (kernel receive stamps).
+// 100 concurrent streams of steady traffic. The proxy runs in a process
+// of its own, as it does in front of an application (in one process with
+// the fake server and the clients, its goroutines would wait for
+// theirs). Each round sends 100 clients' streams straight to a fake
+// server, through the proxy, and through a bare TCP relay, with
+// tokbench's own client (kernel receive stamps): each client asks for
+// perClient streams one after another, the clients' first requests spread
+// over one stream's length, so that streams start and end at every
+// instant (150 a second) as an application's do, and only the streams
+// between each client's first and last, all with 100 open, are measured.
 // A chunk's delay is its arrival at the client less the server's flush
 // of it; a request's TTFT delay is its way there (the server's kernel
 // stamp of its arrival less the client's write) plus its first chunk's
@@ -80,7 +84,10 @@ func BenchmarkProxyStreams(b *testing.B) {
 // costs on this machine. held-p50/p99 are each chunk's own time in the
 // proxy, from the kernel's stamp of its arrival there to the kernel's
 // stamp of its arrival at the client, and relay-held the relay's (to the
-// end of its write): no other process's scheduling is in these.
+// end of its write; all its reads, the ramps' too): no other process's
+// scheduling is in these. Where socat is installed, a round through it
+// (a process a connection, written in C) gives a floor without Go's
+// scheduler: socat-added-chunk/ttft-p99.
 func BenchmarkProxyOverhead(b *testing.B) {
 	const gap = 20 * time.Millisecond // 50 tokens/s a stream
 	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true})
@@ -92,19 +99,27 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		ttft, every []float64
 		chunks      int
 	}
-	var direct, through, relayed side
+	var direct, through, relayed, socat side
 	arrived := map[string][]time.Time{} // through the proxy: each chunk's arrival at the client
 	client := func(u string) *api.Client {
 		return &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: u + "/v1"}
 	}
 	cd, cp, cr := client(up.URL), client(px.url), client(px.relay)
+	var cs *api.Client
+	if u := startSocat(b, up.URL); u != "" {
+		cs = client(u)
+	}
+	const perClient = 4                  // the first and last are the ramps up and down
+	span := 20*time.Millisecond + 32*gap // a stream's length
 	round := func(cl *api.Client, s *side) {
-		resps := make([]*api.Response, streams)
+		resps := make([]*api.Response, streams*perClient)
 		var wg sync.WaitGroup
 		for i := range streams {
 			wg.Go(func() {
-				time.Sleep(time.Duration(i) * gap / streams)
-				resps[i] = cl.Do(context.Background(), &api.Request{Model: "m", MaxTokens: 32, Messages: []api.Message{{Role: "user", Content: "hi"}}})
+				time.Sleep(time.Duration(i) * span / streams)
+				for k := range perClient {
+					resps[i*perClient+k] = cl.Do(context.Background(), &api.Request{Model: "m", MaxTokens: 32, Messages: []api.Message{{Role: "user", Content: "hi"}}})
+				}
 			})
 		}
 		wg.Wait()
@@ -112,11 +127,15 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		for _, st := range up.Streams() {
 			streams[st.ID] = st
 		}
-		for _, r := range resps {
+		for n, r := range resps {
 			st := streams[r.ID]
 			f := st.Flushes
 			if r.Failed() || len(f) != len(r.Chunks) {
 				b.Fatalf("stream %s: %s, %d chunks for %d flushes", r.ID, r.Error, len(r.Chunks), len(f))
+			}
+			s.chunks += len(r.Chunks) // as the CPU time, the round's
+			if k := n % perClient; k == 0 || k == perClient-1 {
+				continue
 			}
 			for i, c := range r.Chunks {
 				d := float64(c.At.Sub(f[i])) / 1e6
@@ -125,7 +144,6 @@ func BenchmarkProxyOverhead(b *testing.B) {
 				}
 				s.every = append(s.every, d)
 			}
-			s.chunks += len(r.Chunks)
 			if s == &through {
 				at := make([]time.Time, len(r.Chunks))
 				for i, c := range r.Chunks {
@@ -138,7 +156,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	round(cd, &direct) // connections open, code warm
 	round(cp, &through)
 	round(cr, &relayed)
-	direct, through, relayed = side{}, side{}, side{}
+	if cs != nil {
+		round(cs, &socat)
+	}
+	direct, through, relayed, socat = side{}, side{}, side{}, side{}
 	clear(arrived)
 	px.relayHeld(b) // the warm-up's
 	var cpu, relayCPU time.Duration
@@ -149,8 +170,11 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		cpu1 := px.cpu(b)
 		round(cr, &relayed)
 		cpu, relayCPU = cpu+cpu1-cpu0, relayCPU+px.cpu(b)-cpu1
+		if cs != nil {
+			round(cs, &socat)
+		}
 	}
-	for _, s := range []*side{&direct, &through, &relayed} {
+	for _, s := range []*side{&direct, &through, &relayed, &socat} {
 		slices.Sort(s.ttft)
 		slices.Sort(s.every)
 	}
@@ -169,6 +193,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(added(&relayed, 99, ttft), "relay-added-ttft-p99-ms")
 	b.ReportMetric(added(&relayed, 99, every), "relay-added-chunk-p99-ms")
 	b.ReportMetric(float64(relayCPU)/float64(relayed.chunks)/1e3, "relay-cpu-µs/chunk")
+	if cs != nil {
+		b.ReportMetric(added(&socat, 99, ttft), "socat-added-ttft-p99-ms")
+		b.ReportMetric(added(&socat, 99, every), "socat-added-chunk-p99-ms")
+	}
 	relay50, relay99 := px.relayHeld(b)
 	b.ReportMetric(relay50, "relay-held-p50-ms")
 	b.ReportMetric(relay99, "relay-held-p99-ms")
@@ -177,7 +205,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	errs := recordedTTFTErrors(b, recs, up, (b.N+1)*streams, 32)
+	errs := recordedTTFTErrors(b, recs, up, (b.N+1)*streams*perClient, 32)
 	b.ReportMetric(metrics.Percentile(errs, 50), "recorded-ttft-err-p50-ms")
 	b.ReportMetric(metrics.Percentile(errs, 99), "recorded-ttft-err-p99-ms")
 	held := heldInProxy(b, recs, arrived)
@@ -237,6 +265,40 @@ func heldInProxy(b *testing.B, recs []metrics.Record, arrived map[string][]time.
 	}
 	slices.Sort(held)
 	return held
+}
+
+// startSocat starts socat relaying a port of loopback to the server at
+// upstream (an http:// URL), a process for each connection, and returns
+// its URL; "" when socat is not installed.
+func startSocat(b *testing.B, upstream string) string {
+	b.Helper()
+	path, err := exec.LookPath("socat")
+	if err != nil {
+		b.Log("socat is not installed: no floor without Go's scheduler")
+		return ""
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port, for socat
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(path, "TCP-LISTEN:"+port+",bind=127.0.0.1,reuseaddr,fork,nodelay", "TCP:"+strings.TrimPrefix(upstream, "http://")+",nodelay")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // it and its children end together
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	for range 100 { // until it listens, at most a second
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "http://" + addr
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Fatalf("socat does not listen on %s", addr)
+	return ""
 }
 
 // child is a proxy in a process of its own: the test binary run again
