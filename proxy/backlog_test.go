@@ -1,14 +1,22 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/metrics"
 )
 
 // TestBacklogOneAtATimeInOrder: jobs added from many goroutines run one at
@@ -97,5 +105,62 @@ func TestBacklogSurvivesAPanic(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "making a record panicked: a bad stream") {
 		t.Errorf("logged %q", logged.String())
+	}
+}
+
+// TestInFlightCountsUntilTheRecordIsIn: the in-flight gauge counts a
+// measured request from its arrival until its record has reached the
+// sink — also once the client has its whole answer and the record waits
+// on the backlog — and then falls to 0.
+func TestInFlightCountsUntilTheRecordIsIn(t *testing.T) {
+	up := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 6, Usage: true})
+	defer up.Close()
+	u, _ := url.Parse(up.URL + "/v1")
+	entered, release := make(chan struct{}), make(chan struct{})
+	got := make(chan metrics.Record, 1)
+	p, err := New(Config{Upstream: u, Sink: func(r metrics.Record) {
+		close(entered)
+		<-release
+		got <- r
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	if n := p.InFlight.Load(); n != 0 {
+		t.Fatalf("in flight before any request: %d", n)
+	}
+	// Mid-stream: the first chunk is in, five are to come, 20 ms apart.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(
+		`{"model":"m","stream":true,"max_tokens":6,"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.InFlight.Load(); n != 1 {
+		t.Errorf("in flight mid-stream: %d, want 1", n)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-entered // the client has its answer; the record is being made
+	if n := p.InFlight.Load(); n != 1 {
+		t.Errorf("in flight with the record not yet in: %d, want 1", n)
+	}
+	close(release)
+	r := <-got
+	if !r.OK || r.OutputTokens != 6 {
+		t.Fatalf("record: ok %v, %d tokens, want 6", r.OK, r.OutputTokens)
+	}
+	for deadline := time.Now().Add(5 * time.Second); p.InFlight.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("in flight 5 s after the record: %d, want 0", p.InFlight.Load())
+		}
 	}
 }
