@@ -81,11 +81,11 @@ func BenchmarkProxyStreams(b *testing.B) {
 // server's to choose. It reports the p50 and p99 of each through the
 // proxy less the same percentile direct (added-request: the way there
 // alone), the proxy process's CPU time per chunk it carried, and the same
-// for the relay: the floor any proxy's hop costs on this machine. held-p50/p99 are each chunk's own time in the
-// proxy, from the kernel's stamp of its arrival there to the kernel's
-// stamp of its arrival at the client, and relay-held the relay's (to the
-// end of its write; all its reads, the ramps' too): no other process's
-// scheduling is in these. Where socat is installed, a round through it
+// for the relay: the floor any proxy's hop costs on this machine.
+// held-p50/p99 are each chunk's own time in the proxy, from the kernel's
+// stamp of its arrival there to the kernel's stamp of its arrival at the
+// client, and relay-held the relay's (to the end of its write; all its
+// reads, the ramps' too): no other process's scheduling is in these. Where socat is installed, a round through it
 // (a process a connection, written in C) gives a floor without Go's
 // scheduler: socat-added-chunk/ttft-p99.
 func BenchmarkProxyOverhead(b *testing.B) {
