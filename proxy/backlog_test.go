@@ -117,6 +117,8 @@ func TestInFlightCountsUntilTheRecordIsIn(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL + "/v1")
 	entered, release := make(chan struct{}), make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	defer let() // a failed check does not leave the backlog waiting
 	got := make(chan metrics.Record, 1)
 	p, err := New(Config{Upstream: u, Sink: func(r metrics.Record) {
 		close(entered)
@@ -149,12 +151,16 @@ func TestInFlightCountsUntilTheRecordIsIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	<-entered // the client has its answer; the record is being made
+	select { // the client has its answer; the record is being made
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no record made 5 s after the client had its answer")
+	}
 	if n := p.InFlight.Load(); n != 1 {
 		t.Errorf("in flight with the record not yet in: %d, want 1", n)
 	}
-	close(release)
-	r := <-got
+	let()
+	r := <-got // the sink sends once let
 	if !r.OK || r.OutputTokens != 6 {
 		t.Fatalf("record: ok %v, %d tokens, want 6", r.OK, r.OutputTokens)
 	}

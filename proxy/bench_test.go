@@ -72,7 +72,7 @@ func BenchmarkProxyStreams(b *testing.B) {
 // tokbench's own client (kernel receive stamps): each client asks for
 // perClient streams one after another, the clients' first requests spread
 // over one stream's length, so that streams start and end at every
-// instant (150 a second) as an application's do, and only the streams
+// instant (156 a second) as an application's do, and only the streams
 // between each client's first and last, all with 100 open, are measured.
 // A chunk's delay is its arrival at the client less the server's flush
 // of it; a request's TTFT delay is its way there (the server's kernel
@@ -85,12 +85,14 @@ func BenchmarkProxyStreams(b *testing.B) {
 // held-p50/p99 are each chunk's own time in the proxy, from the kernel's
 // stamp of its arrival there to the kernel's stamp of its arrival at the
 // client, and relay-held the relay's (to the end of its write; all its
-// reads, the ramps' too): no other process's scheduling is in these. Where socat is installed, a round through it
-// (a process a connection, written in C) gives a floor without Go's
-// scheduler: socat-added-chunk/ttft-p99.
+// reads, the ramps' too): no other process's scheduling is in these.
+// Where socat is installed, a round through it (a process a connection,
+// written in C) gives a floor without Go's scheduler:
+// socat-added-chunk/ttft-p99.
 func BenchmarkProxyOverhead(b *testing.B) {
 	const gap = 20 * time.Millisecond // 50 tokens/s a stream
-	up := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true})
+	script := fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true}
+	up := fakellm.New(script)
 	defer up.Close()
 	dir := b.TempDir()
 	px := startChild(b, up.URL+"/v1", dir)
@@ -109,8 +111,8 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	if u := startSocat(b, up.URL); u != "" {
 		cs = client(u)
 	}
-	const perClient = 4                  // the first and last are the ramps up and down
-	span := 20*time.Millisecond + 32*gap // a stream's length
+	const perClient = 4                                      // the first and last are the ramps up and down
+	span := script.TTFT + time.Duration(script.Tokens-1)*gap // to a stream's last token
 	round := func(cl *api.Client, s *side) {
 		resps := make([]*api.Response, streams*perClient)
 		var wg sync.WaitGroup
@@ -221,9 +223,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 }
 
 // recordedTTFTErrors checks the records a proxy wrote, one for each of
-// the want streams up served, every one with tokens tokens, and returns, sorted, how far each recorded upstream TTFT is from the
-// server's own (its kernel stamp of the request to its first flush): the
-// way there and back on loopback, and any error of the proxy's clock.
+// the want streams up served, every one with tokens tokens, and returns,
+// sorted, how far each recorded upstream TTFT is from the server's own
+// (its kernel stamp of the request to its first flush): the way there and
+// back on loopback, and any error of the proxy's clock.
 func recordedTTFTErrors(b *testing.B, recs []metrics.Record, up *fakellm.Server, want, tokens int) []float64 {
 	b.Helper()
 	if len(recs) != want {
@@ -256,7 +259,7 @@ func heldInProxy(b *testing.B, recs []metrics.Record, arrived map[string][]time.
 	for _, r := range recs {
 		at, ok := arrived[r.ResponseID]
 		if !ok {
-			continue // a warm-up round's
+			continue // a warm-up round's, or a ramp's
 		}
 		if len(at) < len(r.ChunkMs) {
 			b.Fatalf("record %d: %d chunks, the client got %d", r.ID, len(r.ChunkMs), len(at))
@@ -291,12 +294,23 @@ func startSocat(b *testing.B, upstream string) string {
 	ln.Close()
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(path, "TCP-LISTEN:"+port+",bind=127.0.0.1,reuseaddr,fork,nodelay", "TCP:"+strings.TrimPrefix(upstream, "http://")+",nodelay")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // it and its children end together
+	cmd.Stderr = os.Stderr
+	// Its children end with it (a group), and it with the benchmark's
+	// process, even one a timeout or an interrupt ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	b.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-exited })
 	for range 100 { // until it listens, at most a second
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			b.Fatalf("socat ended before it listened on %s: %v", addr, err)
+		default:
+		}
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			return "http://" + addr
