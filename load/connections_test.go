@@ -127,7 +127,7 @@ func TestConnectionSetupOutsideTTFT(t *testing.T) {
 				if !p.Reused && (p.ConnWaitMs < hs || !(p.TLSMs > 0)) {
 					t.Errorf("record %d opened a connection: wait %.1f ms, TLS %.1f ms; want a wait ≥ %.0f with a TLS phase", rec.ID, p.ConnWaitMs, p.TLSMs, hs)
 				}
-				onTheWay(t, fmt.Sprintf("record %d TTFT", rec.ID), truth[i], 0, stampAt(rec, rec.TTFTMs), ttftTolMs)
+				onTheWay(t, fmt.Sprintf("record %d TTFT", rec.ID), truth[i], 0, rec, rec.TTFTMs, ttftTolMs)
 				// Set-up is in TTFT only when asked: the 80 ms handshake
 				// cannot hide in a 30 ms TTFT.
 				switch counted := c.setup && !p.Reused; {

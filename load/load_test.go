@@ -69,20 +69,15 @@ func within(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// onTheWay checks that at, a record's stamp of chunk i, lies within tolMs
-// of the span the server had that chunk on its way (fakellm.Stream.Off):
-// a stall of the server's own between its clock and its write moves the
-// chunk, and is no error of the measurement.
-func onTheWay(t *testing.T, what string, st fakellm.Stream, i int, at time.Time, tolMs float64) {
+// onTheWay checks that a record r's stamp of chunk i, atMs after its
+// start, lies within tolMs of the span the server had that chunk on its
+// way (fakellm.Stream.Off): a stall of the server's own between its clock
+// and its write moves the chunk, and is no error of the measurement.
+func onTheWay(t *testing.T, what string, st fakellm.Stream, i int, r metrics.Record, atMs, tolMs float64) {
 	t.Helper()
-	if off := ms(st.Off(i, at)); off > tolMs {
+	if off := st.OffMs(i, r.Start, atMs); off > tolMs {
 		t.Errorf("%s is %.3f ms outside the server's write of chunk %d, want within %g", what, off, i, tolMs)
 	}
-}
-
-// stampAt is the instant a record's offset (TTFTMs, TTFVTMs) stands for.
-func stampAt(r metrics.Record, offMs float64) time.Time {
-	return r.Start.Add(time.Duration(offMs * 1e6))
 }
 
 // TestTimingMatchesKnownServer is the core promise: against a server whose
@@ -210,8 +205,8 @@ func TestReasoningCountsAsOutputAndTTFVT(t *testing.T) {
 			}
 			// TTFT is the first reasoning token; the first visible token
 			// is the fifth chunk the server flushed.
-			onTheWay(t, "TTFT", truth[i], 0, stampAt(r, r.TTFTMs), ttftTolMs)
-			onTheWay(t, "TTFVT", truth[i], 4, stampAt(r, r.TTFVTMs), ttftTolMs)
+			onTheWay(t, "TTFT", truth[i], 0, r, r.TTFTMs, ttftTolMs)
+			onTheWay(t, "TTFVT", truth[i], 4, r, r.TTFVTMs, ttftTolMs)
 		}
 	}
 }

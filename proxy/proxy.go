@@ -494,10 +494,9 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 
 // collect keeps what the answer needs to be measured, read by read
 // (send), and measures it once it has ended (finish; kept is the memory
-// that holds until then): a stream's reads
-// with their instants, decoded by c's protocol (up to MaxMeasured); a
-// whole answer's bytes (up to maxWhole), read as one chunk at its last
-// read.
+// that holds until then): a stream's reads with their instants, decoded
+// by c's protocol (up to MaxMeasured); a whole answer's bytes (up to
+// maxWhole), read as one chunk at its last read.
 func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time.Time), finish func(), kept func() int64) {
 	if c.streamed {
 		log := getLog()

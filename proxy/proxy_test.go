@@ -67,12 +67,6 @@ func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []m
 	}
 }
 
-// offMs is how far from the server's sending of chunk j (fakellm's Off)
-// a record that started at start puts a chunk at ms, in ms.
-func offMs(s *fakellm.Stream, j int, start time.Time, ms float64) float64 {
-	return float64(s.Off(j, start.Add(time.Duration(ms*float64(time.Millisecond))))) / 1e6
-}
-
 // sameRead is the last chunk read in the same read as chunk i: a read
 // takes the kernel's stamp of its latest packet, so chunks that came in
 // one read (the proxy descheduled past a gap between chunks: the race
@@ -165,9 +159,9 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		if len(r.ChunkMs) != len(s.Flushes) {
 			t.Fatalf("%d chunks recorded for %d flushed", len(r.ChunkMs), len(s.Flushes))
 		}
-		worst = max(worst, offMs(s, sameRead(r.ChunkMs, 0), r.Start, r.TTFTMs))
+		worst = max(worst, s.OffMs(sameRead(r.ChunkMs, 0), r.Start, r.TTFTMs))
 		for i, at := range r.ChunkMs { // every chunk, so the decode rate too
-			worst = max(worst, offMs(s, sameRead(r.ChunkMs, i), r.Start, at))
+			worst = max(worst, s.OffMs(sameRead(r.ChunkMs, i), r.Start, at))
 		}
 		chunks, alone = chunks+len(r.ChunkMs), alone+reads(r.ChunkMs)
 		if r.Proxy == nil || r.Proxy.SlowClient {

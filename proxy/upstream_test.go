@@ -36,7 +36,7 @@ func TestProxyHTTPSUpstream(t *testing.T) {
 	}
 	streams := up.Streams()
 	for i, r := range records() {
-		off := offMs(&streams[i], sameRead(r.ChunkMs, 0), r.Start, r.TTFTMs)
+		off := streams[i].OffMs(sameRead(r.ChunkMs, 0), r.Start, r.TTFTMs)
 		if !r.OK || r.OutputTokens != 10 || off > ttftTolMs {
 			t.Errorf("record %d: ok %v, %d tokens, TTFT %.3f ms, %.3f ms from the server's sending", i, r.OK, r.OutputTokens, r.TTFTMs, off)
 		}

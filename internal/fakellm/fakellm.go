@@ -122,6 +122,12 @@ func (s Stream) Off(i int, at time.Time) time.Duration {
 	return 0
 }
 
+// OffMs is Off for a stamp given as a record gives it, ms after start,
+// in ms.
+func (s Stream) OffMs(i int, start time.Time, ms float64) float64 {
+	return float64(s.Off(i, start.Add(time.Duration(ms*float64(time.Millisecond))))) / 1e6
+}
+
 // Streams returns the completed and in-progress streams so far.
 func (f *Server) Streams() []Stream {
 	f.mu.Lock()
