@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -86,8 +87,11 @@ func BenchmarkProxyStreams(b *testing.B) {
 // stamp of its arrival there to the kernel's stamp of its arrival at the
 // client, and relay-held the relay's (to the end of its write; all its
 // reads, the ramps' too): no other process's scheduling is in these.
-// Where socat is installed, a round through it (a process a connection,
-// written in C) gives a floor without Go's scheduler:
+// A round through Go's own httputil.ReverseProxy in the same process
+// (flushing each read, its idle pool as large as the streams), which
+// measures nothing, gives what an HTTP proxy on net/http costs:
+// revproxy-*. Where socat is installed, a round through it (a process a
+// connection, written in C) gives a floor without Go's scheduler:
 // socat-added-chunk/ttft-p99.
 func BenchmarkProxyOverhead(b *testing.B) {
 	const gap = 20 * time.Millisecond // 50 tokens/s a stream
@@ -101,12 +105,12 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		ttft, every, req []float64
 		chunks           int
 	}
-	var direct, through, relayed, socat side
+	var direct, through, relayed, revproxied, socat side
 	arrived := map[string][]time.Time{} // through the proxy: each chunk's arrival at the client
 	client := func(u string) *api.Client {
 		return &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: u + "/v1"}
 	}
-	cd, cp, cr := client(up.URL), client(px.url), client(px.relay)
+	cd, cp, cr, crp := client(up.URL), client(px.url), client(px.relay), client(px.revproxy)
 	var cs *api.Client
 	if u := startSocat(b, up.URL); u != "" {
 		cs = client(u)
@@ -159,25 +163,28 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	round(cd, &direct) // connections open, code warm
 	round(cp, &through)
 	round(cr, &relayed)
+	round(crp, &revproxied)
 	if cs != nil {
 		round(cs, &socat)
 	}
-	direct, through, relayed, socat = side{}, side{}, side{}, side{}
+	direct, through, relayed, revproxied, socat = side{}, side{}, side{}, side{}, side{}
 	clear(arrived)
 	px.relayHeld(b) // the warm-up's
-	var cpu, relayCPU time.Duration
+	var cpu, relayCPU, revproxyCPU time.Duration
 	for b.Loop() {
 		round(cd, &direct)
 		cpu0 := px.cpu(b)
 		round(cp, &through)
 		cpu1 := px.cpu(b)
 		round(cr, &relayed)
-		cpu, relayCPU = cpu+cpu1-cpu0, relayCPU+px.cpu(b)-cpu1
+		cpu2 := px.cpu(b)
+		round(crp, &revproxied)
+		cpu, relayCPU, revproxyCPU = cpu+cpu1-cpu0, relayCPU+cpu2-cpu1, revproxyCPU+px.cpu(b)-cpu2
 		if cs != nil {
 			round(cs, &socat)
 		}
 	}
-	for _, s := range []*side{&direct, &through, &relayed, &socat} {
+	for _, s := range []*side{&direct, &through, &relayed, &revproxied, &socat} {
 		slices.Sort(s.ttft)
 		slices.Sort(s.every)
 		slices.Sort(s.req)
@@ -201,6 +208,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(added(&relayed, 99, req), "relay-added-request-p99-ms")
 	b.ReportMetric(added(&relayed, 99, every), "relay-added-chunk-p99-ms")
 	b.ReportMetric(float64(relayCPU)/float64(relayed.chunks)/1e3, "relay-cpu-µs/chunk")
+	b.ReportMetric(added(&revproxied, 99, ttft), "revproxy-added-ttft-p99-ms")
+	b.ReportMetric(added(&revproxied, 99, req), "revproxy-added-request-p99-ms")
+	b.ReportMetric(added(&revproxied, 99, every), "revproxy-added-chunk-p99-ms")
+	b.ReportMetric(float64(revproxyCPU)/float64(revproxied.chunks)/1e3, "revproxy-cpu-µs/chunk")
 	if cs != nil {
 		b.ReportMetric(added(&socat, 99, ttft), "socat-added-ttft-p99-ms")
 		b.ReportMetric(added(&socat, 99, every), "socat-added-chunk-p99-ms")
@@ -324,11 +335,12 @@ func startSocat(b *testing.B, upstream string) string {
 // child is a proxy in a process of its own: the test binary run again
 // with childEnv set (TestMain).
 type child struct {
-	url   string
-	relay string // a TCP relay to the same upstream, for the floor
-	in    io.WriteCloser
-	out   *bufio.Reader
-	stop  func() // ends the process and waits for it
+	url      string
+	relay    string // a TCP relay to the same upstream, for the floor
+	revproxy string // Go's httputil.ReverseProxy to it
+	in       io.WriteCloser
+	out      *bufio.Reader
+	stop     func() // ends the process and waits for it
 }
 
 const (
@@ -355,7 +367,11 @@ func startChild(b *testing.B, upstream, dir string) *child {
 	if err != nil {
 		b.Fatalf("the proxy process: %v", err)
 	}
-	c.url, c.relay, _ = strings.Cut(strings.TrimSpace(line), " ")
+	if f := strings.Fields(line); len(f) == 3 {
+		c.url, c.relay, c.revproxy = f[0], f[1], f[2]
+	} else {
+		b.Fatalf("the proxy process's URLs: %q", line)
+	}
 	return c
 }
 
@@ -430,6 +446,23 @@ func relay(addr string, held *heldLog) string {
 	return "http://" + ln.Addr().String()
 }
 
+// reverseProxy serves Go's httputil.ReverseProxy to upstream and returns
+// its URL: each read flushed to the client at once, as tokbench's proxy
+// does, and as many idle connections upstream as the benchmark's streams
+// (Go's default keeps two, and would dial for most requests).
+func reverseProxy(upstream *url.URL) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 128
+	target := &url.URL{Scheme: upstream.Scheme, Host: upstream.Host}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, FlushInterval: -1, Transport: t}
+	go (&http.Server{Handler: rp}).Serve(ln)
+	return "http://" + ln.Addr().String()
+}
+
 // heldLog keeps how long a relay held each read, for the benchmark to ask.
 type heldLog struct {
 	mu sync.Mutex
@@ -454,8 +487,8 @@ func (h *heldLog) take() []float64 {
 
 // TestMain runs the proxy process BenchmarkProxyOverhead starts: a proxy
 // in front of the upstream childEnv names, recording to the directory
-// childOutEnv names, printing its URL, then its CPU time for each line
-// read on stdin, until stdin closes.
+// childOutEnv names, printing its URL with the relay's and the reverse
+// proxy's, then answering each line read on stdin, until stdin closes.
 func TestMain(m *testing.M) {
 	upstream := os.Getenv(childEnv)
 	if upstream == "" {
@@ -482,7 +515,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}()
 	var held heldLog
-	fmt.Println(<-ready, relay(u.Host, &held))
+	fmt.Println(<-ready, relay(u.Host, &held), reverseProxy(u))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		switch sc.Text() {
