@@ -92,7 +92,7 @@ func BenchmarkProxyStreams(b *testing.B) {
 // measures nothing, gives what an HTTP proxy on net/http costs:
 // revproxy-*. Where socat is installed, a round through it (a process a
 // connection, written in C) gives a floor without Go's scheduler:
-// socat-added-chunk/ttft-p99.
+// socat-*.
 func BenchmarkProxyOverhead(b *testing.B) {
 	const gap = 20 * time.Millisecond // 50 tokens/s a stream
 	script := fakellm.Script{TTFT: 20 * time.Millisecond, Gap: gap, Tokens: 32, Usage: true}
@@ -101,23 +101,38 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	dir := b.TempDir()
 	px := startChild(b, up.URL+"/v1", dir)
 	const streams = 100
-	type side struct {
+	// What a round measured of one way to the server.
+	type sample struct {
 		ttft, every, req []float64
 		chunks           int
+		cpu              time.Duration // the proxy process's
 	}
-	var direct, through, relayed, revproxied, socat side
+	type side struct {
+		name    string // its figures' prefix
+		cl      *api.Client
+		inChild bool // a hop in the proxy's process, whose CPU is counted
+		got     sample
+	}
 	arrived := map[string][]time.Time{} // through the proxy: each chunk's arrival at the client
 	client := func(u string) *api.Client {
 		return &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: u + "/v1"}
 	}
-	cd, cp, cr, crp := client(up.URL), client(px.url), client(px.relay), client(px.revproxy)
-	var cs *api.Client
+	direct := &side{cl: client(up.URL)}
+	through := &side{name: "proxy", cl: client(px.url), inChild: true}
+	// The floors: a TCP relay in the proxy's process (a goroutine per
+	// direction copying bytes), which any proxy's hop costs at least, and
+	// Go's reverse proxy, which any on net/http does.
+	hops := []*side{through,
+		{name: "relay", cl: client(px.relay), inChild: true},
+		{name: "revproxy", cl: client(px.revproxy), inChild: true}}
 	if u := startSocat(b, up.URL); u != "" {
-		cs = client(u)
+		hops = append(hops, &side{name: "socat", cl: client(u)})
 	}
+	all := append([]*side{direct}, hops...)
 	const perClient = 4                                      // the first and last are the ramps up and down
 	span := script.TTFT + time.Duration(script.Tokens-1)*gap // to a stream's last token
-	round := func(cl *api.Client, s *side) {
+	round := func(sd *side) {
+		cl, s := sd.cl, &sd.got
 		resps := make([]*api.Response, streams*perClient)
 		var wg sync.WaitGroup
 		for i := range streams {
@@ -151,7 +166,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 				}
 				s.every = append(s.every, d)
 			}
-			if s == &through {
+			if sd == through {
 				at := make([]time.Time, len(r.Chunks))
 				for i, c := range r.Chunks {
 					at[i] = c.At
@@ -160,61 +175,53 @@ func BenchmarkProxyOverhead(b *testing.B) {
 			}
 		}
 	}
-	round(cd, &direct) // connections open, code warm
-	round(cp, &through)
-	round(cr, &relayed)
-	round(crp, &revproxied)
-	if cs != nil {
-		round(cs, &socat)
-	}
-	direct, through, relayed, revproxied, socat = side{}, side{}, side{}, side{}, side{}
-	clear(arrived)
-	px.relayHeld(b) // the warm-up's
-	var cpu, relayCPU, revproxyCPU time.Duration
-	for b.Loop() {
-		round(cd, &direct)
-		cpu0 := px.cpu(b)
-		round(cp, &through)
-		cpu1 := px.cpu(b)
-		round(cr, &relayed)
-		cpu2 := px.cpu(b)
-		round(crp, &revproxied)
-		cpu, relayCPU, revproxyCPU = cpu+cpu1-cpu0, relayCPU+cpu2-cpu1, revproxyCPU+px.cpu(b)-cpu2
-		if cs != nil {
-			round(cs, &socat)
+	rounds := func() {
+		round(direct)
+		for _, s := range hops {
+			var cpu0 time.Duration
+			if s.inChild {
+				cpu0 = px.cpu(b)
+			}
+			round(s)
+			if s.inChild {
+				s.got.cpu += px.cpu(b) - cpu0
+			}
 		}
 	}
-	for _, s := range []*side{&direct, &through, &relayed, &revproxied, &socat} {
-		slices.Sort(s.ttft)
-		slices.Sort(s.every)
-		slices.Sort(s.req)
+	rounds() // connections open, code warm
+	for _, s := range all {
+		s.got = sample{}
 	}
-	added := func(s *side, p float64, pick func(*side) []float64) float64 {
-		return metrics.Percentile(pick(s), p) - metrics.Percentile(pick(&direct), p)
+	clear(arrived)
+	px.relayHeld(b) // the warm-up's
+	for b.Loop() {
+		rounds()
 	}
-	ttft := func(s *side) []float64 { return s.ttft }
-	every := func(s *side) []float64 { return s.every }
-	req := func(s *side) []float64 { return s.req }
-	b.ReportMetric(added(&through, 50, ttft), "added-ttft-p50-ms")
-	b.ReportMetric(added(&through, 99, ttft), "added-ttft-p99-ms")
-	b.ReportMetric(added(&through, 50, req), "added-request-p50-ms")
-	b.ReportMetric(added(&through, 99, req), "added-request-p99-ms")
-	b.ReportMetric(added(&through, 50, every), "added-chunk-p50-ms")
-	b.ReportMetric(added(&through, 99, every), "added-chunk-p99-ms")
-	b.ReportMetric(float64(cpu)/float64(through.chunks)/1e3, "proxy-cpu-µs/chunk")
-	// The floor: a TCP relay in the proxy's process (a goroutine per
-	// direction copying bytes), which any proxy's hop costs at least.
-	b.ReportMetric(added(&relayed, 99, ttft), "relay-added-ttft-p99-ms")
-	b.ReportMetric(added(&relayed, 99, req), "relay-added-request-p99-ms")
-	b.ReportMetric(added(&relayed, 99, every), "relay-added-chunk-p99-ms")
-	b.ReportMetric(float64(relayCPU)/float64(relayed.chunks)/1e3, "relay-cpu-µs/chunk")
-	b.ReportMetric(added(&revproxied, 99, ttft), "revproxy-added-ttft-p99-ms")
-	b.ReportMetric(added(&revproxied, 99, req), "revproxy-added-request-p99-ms")
-	b.ReportMetric(added(&revproxied, 99, every), "revproxy-added-chunk-p99-ms")
-	b.ReportMetric(float64(revproxyCPU)/float64(revproxied.chunks)/1e3, "revproxy-cpu-µs/chunk")
-	if cs != nil {
-		b.ReportMetric(added(&socat, 99, ttft), "socat-added-ttft-p99-ms")
-		b.ReportMetric(added(&socat, 99, every), "socat-added-chunk-p99-ms")
+	for _, s := range all {
+		slices.Sort(s.got.ttft)
+		slices.Sort(s.got.every)
+		slices.Sort(s.got.req)
+	}
+	ttft := func(s *sample) []float64 { return s.ttft }
+	every := func(s *sample) []float64 { return s.every }
+	req := func(s *sample) []float64 { return s.req }
+	added := func(s *side, p float64, pick func(*sample) []float64) float64 {
+		return metrics.Percentile(pick(&s.got), p) - metrics.Percentile(pick(&direct.got), p)
+	}
+	b.ReportMetric(added(through, 50, ttft), "added-ttft-p50-ms")
+	b.ReportMetric(added(through, 50, req), "added-request-p50-ms")
+	b.ReportMetric(added(through, 50, every), "added-chunk-p50-ms")
+	for _, s := range hops {
+		prefix := s.name + "-" // the proxy's own figures have none
+		if s == through {
+			prefix = ""
+		}
+		b.ReportMetric(added(s, 99, ttft), prefix+"added-ttft-p99-ms")
+		b.ReportMetric(added(s, 99, req), prefix+"added-request-p99-ms")
+		b.ReportMetric(added(s, 99, every), prefix+"added-chunk-p99-ms")
+		if s.inChild {
+			b.ReportMetric(float64(s.got.cpu)/float64(s.got.chunks)/1e3, s.name+"-cpu-µs/chunk")
+		}
 	}
 	relay50, relay99 := px.relayHeld(b)
 	b.ReportMetric(relay50, "relay-held-p50-ms")
