@@ -187,6 +187,15 @@ func (cl *Client) Prepare(req *Request) *Prepared {
 	return &Prepared{http: hreq, maxTokens: req.MaxTokens}
 }
 
+// BodyBytes is the size of the request's body (0 when it could not be
+// built or its size is unknown).
+func (p *Prepared) BodyBytes() int64 {
+	if p.http == nil {
+		return 0
+	}
+	return max(p.http.ContentLength, 0)
+}
+
 // request is the prepared request for one send on ctx, with a fresh body
 // when an earlier send consumed it.
 func (p *Prepared) request(ctx context.Context) (*http.Request, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,4 +224,41 @@ func orderError(rec *metrics.Record) string {
 		return fmt.Sprintf("TTFT %v, E2E %v, done %v", rec.TTFTMs, rec.E2EMs, rec.DoneMs)
 	}
 	return ""
+}
+
+// slowBuild is a source whose every request takes build to make, as a long
+// prompt from a trace's hash blocks does.
+type slowBuild struct {
+	fixedSource
+	build time.Duration
+}
+
+func (s slowBuild) Request(i int) (*api.Request, int) {
+	time.Sleep(s.build)
+	return s.fixedSource.Request(i)
+}
+
+// TestOpenLoopBuildsAhead: eight requests due at one instant, each taking
+// 10 ms to build, all leave within moments of it: they were built before
+// it, not one after the other as each was due (the last would then leave
+// 70 ms late).
+func TestOpenLoopBuildsAhead(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: time.Millisecond, Tokens: 2})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	offsets := slices.Repeat([]time.Duration{100 * time.Millisecond}, 8)
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 8, Arrival: metrics.ArrivalTrace}, Requests: 8, Offsets: offsets}
+	res, err := r.RunLevel(context.Background(), 0, lv, slowBuild{fixedSource{maxTokens: 2}, 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 8 {
+		t.Fatalf("%d records, want 8", len(res.Records))
+	}
+	lag := res.Level.Client.TickLagMaxMs
+	for _, rec := range res.Records {
+		if rec.QueueMs > 10+lag {
+			t.Errorf("request %d left %.1f ms after its instant, want under one build's 10 ms (and the client's own lateness, %.1f ms)", rec.ID, rec.QueueMs, lag)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/metrics"
 )
 
@@ -110,14 +111,12 @@ func startMonitor(late *atomic.Int64) *monitor {
 // long stall it restarts the schedule rather than catching up.
 func (m *monitor) tick() {
 	defer close(m.done)
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	pt := newPreciseTimer()
-	defer pt.close()
+	t := pace.NewTimer()
+	defer t.Close()
 	next := time.Now()
 	for {
 		next = next.Add(tickPeriod)
-		if !sleepUntil(m.stop, t, pt, next, 0) {
+		if ok, _ := t.Until(m.stop, next); !ok {
 			return
 		}
 		now := time.Now()
@@ -222,39 +221,4 @@ func pauseDelta(before []uint64, after *rtmetrics.Float64Histogram) (n int, maxM
 		totalMs += float64(c) * (lo + hi) / 2 * 1000
 	}
 	return n, maxMs, totalMs
-}
-
-// sleepUntil waits until due: a timer for all but the last 1.5 ms, then
-// the precise timer, because Go's timers alone wake up to a millisecond
-// late when the process is idle. With spin > 0 the precise timer aims that
-// much early and the rest is a busy wait, which absorbs the wake-up's own
-// delay (0.1–0.3 ms when the cores are busy). It returns false if stop
-// closed first.
-func sleepUntil(stop <-chan struct{}, t *time.Timer, pt *preciseTimer, due time.Time, spin time.Duration) bool {
-	for {
-		d := time.Until(due)
-		if d <= 0 {
-			return true
-		}
-		if d > 1500*time.Microsecond {
-			t.Reset(d - 1500*time.Microsecond)
-			select {
-			case <-stop:
-				return false
-			case <-t.C:
-			}
-			continue
-		}
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-		if d <= spin {
-			for time.Now().Before(due) {
-			}
-			return true
-		}
-		pt.sleep(d - spin)
-	}
 }

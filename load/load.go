@@ -18,7 +18,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
 )
@@ -331,10 +331,11 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		mu.Unlock()
 	}
 	var wall time.Duration
+	var pacer *metrics.Pacer
 	mon := startMonitor(&r.Progress.LateTicks)
 	if lv.Load.Mode == metrics.ModeRate {
 		var err error
-		if wall, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
+		if wall, pacer, err = r.openLoop(ctx, idx, lv, src, keep); err != nil {
 			mon.finish(&r.stamps)
 			return Result{}, err
 		}
@@ -344,6 +345,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	res := Result{Records: recs, Dropped: dropped, Level: acc.Level(wall.Seconds())}
 	res.Level.Client = health
+	res.Level.Pacer = pacer
 	r.LearnDuration(recs)
 	switch {
 	case lv.Load.Mode == metrics.ModeRate || lv.users() <= 1:
@@ -730,7 +732,12 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 // ones before them. A send that goes out late (the client was busy, or the
 // in-flight cap was reached) records the delay as QueueMs, so latency
 // measured from the scheduled instant exposes coordinated omission.
-func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, error) {
+//
+// Nothing slow stands between a send's instant and its write: a builder
+// runs ahead of the schedule making the requests' bodies, and the pacer
+// wakes early by the lateness it measured of its own wake-ups and spins
+// the rest (pace.Pacer).
+func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, *metrics.Pacer, error) {
 	rate := lv.Load.RateRPS
 	offsets := lv.Offsets
 	if offsets == nil {
@@ -743,10 +750,8 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 		}
 		var err error
 		if offsets, err = Schedule(lv.Load.Arrival, rate, lv.Burstiness, n, lv.Seed); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-	} else if !(rate > 0) {
-		rate = 1000 // a trace without its mean rate: the longest busy wait
 	}
 	reqCtx, done := r.requestContext(ctx)
 	defer done()
@@ -754,28 +759,34 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	if lv.MaxInFlight > 0 {
 		slots = make(chan struct{}, lv.MaxInFlight)
 	}
+	quit := make(chan struct{})
+	var helpers sync.WaitGroup
+	defer helpers.Wait()
+	defer close(quit)
+	ahead := r.buildAhead(src, len(offsets), quit, &helpers)
+	pacer := pace.NewPacer()
+	defer pacer.Close()
+	// The level's first requests are built before its clock starts, as
+	// far ahead as the builder goes.
+	select {
+	case <-ahead.primed:
+	case <-ctx.Done():
+	}
 	start := time.Now()
 	r.Progress.Start.Store(start.UnixNano())
 	var wg sync.WaitGroup
 	var lastEnd atomic.Int64
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	pt := newPreciseTimer()
-	defer pt.close()
-	// The last stretch before each send is a busy wait of at most a tenth
-	// of the mean gap between sends (0.2 ms at 500 req/s), so its CPU stays
-	// under a tenth of a core.
-	spin := min(maxSpin, time.Duration(float64(time.Second)/rate/10))
 sending:
-	for i, off := range offsets {
+	for _, off := range offsets {
 		if r.abort.Load() {
 			break
 		}
 		due := start.Add(off + lv.Phase)
-		// The request is built before its instant, and the wait ends with a
-		// precise sleep: Go's timers alone wake up to 1 ms late.
-		b := r.prebuild(src, i)
-		if !sleepUntil(ctx.Done(), timer, pt, due, spin) {
+		b, ok := ahead.next(ctx)
+		if !ok {
+			break sending
+		}
+		if !pacer.Until(ctx.Done(), due) {
 			break sending
 		}
 		if slots != nil {
@@ -801,19 +812,89 @@ sending:
 			}
 			r.finish(rec, keep, &lastEnd)
 		}()
-		// Let the send run now, before this loop builds the next request —
-		// unless the next send is due within the busy wait: then the loop
-		// must not queue behind other work.
-		if i+1 < len(offsets) && offsets[i+1]-off > spin {
-			runtime.Gosched()
-		}
+		// The send runs next on this processor, as soon as the pacer
+		// sleeps or yields (or at once on an idle one). The pacer does not
+		// yield here: a yield puts it behind every goroutine the network
+		// made ready, while a sleep ends with it next in line (a timer
+		// readies its goroutine to run next).
 	}
+	wall := time.Since(start)
 	wg.Wait()
-	return time.Duration(lastEnd.Load()), nil
+	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds()}
+	if wall > 0 {
+		p.CPUShare = pacer.Busy().Seconds() / wall.Seconds()
+	}
+	if w := pacer.Wakes(); len(w) > 0 {
+		st := metrics.Describe(w)
+		p.WakeLateMs = &st
+	}
+	return time.Duration(lastEnd.Load()), p, nil
 }
 
-// maxSpin bounds the busy wait before an open-loop send.
-const maxSpin = 200 * time.Microsecond
+// Requests are built at most this far ahead of the pacer: by count, and
+// by their bodies' bytes (a long prompt's body is megabytes).
+const (
+	aheadRequests = 64
+	aheadBytes    = 64 << 20
+)
+
+// builder builds a level's requests in order on a goroutine of its own,
+// ahead of their instants (buildAhead).
+type builder struct {
+	c      chan prebuilt
+	bytes  atomic.Int64  // the bodies built and not yet taken
+	primed chan struct{} // closed once the builder is as far ahead as it may go
+}
+
+// buildAhead starts building the level's n requests; the builder stops
+// when quit closes, and its channel closes after the last request.
+func (r *Runner) buildAhead(src Source, n int, quit <-chan struct{}, wg *sync.WaitGroup) *builder {
+	b := &builder{c: make(chan prebuilt, max(min(n, aheadRequests), 1)), primed: make(chan struct{})}
+	primed := sync.OnceFunc(func() { close(b.primed) })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(b.c)
+		defer primed()
+		for i := range n {
+			for b.bytes.Load() > aheadBytes && len(b.c) > 0 {
+				primed()
+				select {
+				case <-quit:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+			p := r.prebuild(src, i)
+			b.bytes.Add(p.prep.BodyBytes())
+			select {
+			case b.c <- p:
+				continue
+			default:
+			}
+			primed()
+			select {
+			case b.c <- p:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return b
+}
+
+// next is the next request built, false when ctx ended first.
+func (b *builder) next(ctx context.Context) (prebuilt, bool) {
+	select {
+	case p, ok := <-b.c:
+		if ok {
+			b.bytes.Add(-p.prep.BodyBytes())
+		}
+		return p, ok
+	case <-ctx.Done():
+		return prebuilt{}, false
+	}
+}
 
 // retryable reports whether a failed response may be sent again: the server
 // shed load or broke before producing a token.

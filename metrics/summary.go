@@ -173,6 +173,8 @@ type Level struct {
 	// LateSends counts open-loop requests sent more than 1 ms after their
 	// scheduled instant (the client was busy or the in-flight cap was hit).
 	LateSends int `json:"late_sends,omitempty"`
+	// Pacer is how an open-loop level's sends were paced.
+	Pacer *Pacer `json:"pacer,omitempty"`
 	// StartSpreadMs is the time a closed loop's user starts were spread
 	// over when tokbench chose it (one request's expected duration);
 	// Lockstep is true when they started together, so the first requests
@@ -260,4 +262,20 @@ func (lv *Level) NotCountedByModel() {
 	if lv.TemplateTokensPerRequest != 0 {
 		lv.ExtraPromptTokensPerRequest, lv.TemplateTokensPerRequest = lv.TemplateTokensPerRequest, 0
 	}
+}
+
+// Pacer is how an open-loop level met its send instants: the pacer sleeps
+// until shortly before each instant and spins the rest, waking early by
+// the lateness it measured of its own wake-ups (LeadMs, where it ended),
+// so that the machine's late wake-ups do not make late sends.
+type Pacer struct {
+	// LeadMs is how early before an instant the pacer woke at the level's
+	// end; WakeLateMs the lateness of its wake-ups against their aim (the
+	// instant less the lead), which the lead covers.
+	LeadMs     float64 `json:"lead_ms"`
+	WakeLateMs *Stats  `json:"wake_late_ms,omitempty"`
+	// CPUSeconds is the time the pacer spun awake before instants, and
+	// CPUShare that over the level's send span: its cost in one core.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUShare   float64 `json:"cpu_share"`
 }

@@ -1,0 +1,116 @@
+package pace
+
+import (
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPacerNeverEarly: whatever its lead, the pacer returns at or after
+// each instant, never before, over instants near and far apart.
+func TestPacerNeverEarly(t *testing.T) {
+	p := NewPacer()
+	defer p.Close()
+	due := time.Now()
+	for i := range 300 {
+		due = due.Add(time.Duration(50+(i*7919)%3000) * time.Microsecond)
+		if !p.Until(nil, due) {
+			t.Fatal("Until reported a stop with no stop channel")
+		}
+		if now := time.Now(); now.Before(due) {
+			t.Fatalf("wait %d returned %v before its instant", i, due.Sub(now))
+		}
+	}
+	if p.Busy() <= 0 {
+		t.Errorf("Busy() = %v after 300 waits with spins, want > 0", p.Busy())
+	}
+}
+
+// TestPacerLead: the lead is the second-highest of the recent wake-ups'
+// lateness and a margin, within its bounds.
+func TestPacerLead(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		late []time.Duration
+		want time.Duration
+	}{
+		{"quiet", []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 30 * time.Microsecond}, minLead},
+		{"one outlier ignored", append(slices.Repeat([]time.Duration{400 * time.Microsecond}, 200), 40*time.Millisecond), 400*time.Microsecond + leadPad},
+		{"old wake-ups forgotten", append(slices.Repeat([]time.Duration{3 * time.Millisecond}, 50), slices.Repeat([]time.Duration{500 * time.Microsecond}, 128)...), 500*time.Microsecond + leadPad},
+		{"late wake-ups", []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 900 * time.Microsecond}, 2*time.Millisecond + leadPad},
+		{"past the bound", []time.Duration{20 * time.Millisecond, 30 * time.Millisecond}, maxLead},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &Pacer{lead: firstLead}
+			for _, l := range c.late {
+				p.note(l)
+			}
+			p.setLead()
+			if got := p.Lead(); got != c.want {
+				t.Errorf("Lead() after %d wake-ups = %v, want %v", p.nLate, got, c.want)
+			}
+			if len(p.Wakes()) != p.nLate {
+				t.Errorf("Wakes() holds %d, want %d", len(p.Wakes()), p.nLate)
+			}
+		})
+	}
+}
+
+// TestTimerStops: a closed stop channel ends a wait at once, long or short.
+func TestTimerStops(t *testing.T) {
+	tm := NewTimer()
+	defer tm.Close()
+	stop := make(chan struct{})
+	close(stop)
+	for _, d := range []time.Duration{time.Hour, time.Millisecond} {
+		t0 := time.Now()
+		if ok, _ := tm.Until(stop, t0.Add(d)); ok {
+			t.Errorf("Until(%v) with a closed stop = true, want false", d)
+		}
+		if e := time.Since(t0); e > 100*time.Millisecond {
+			t.Errorf("Until(%v) with a closed stop took %v", d, e)
+		}
+	}
+}
+
+// TestTimerOnTimeWhileBusy: with every processor kept busy by a goroutine
+// that yields in a loop, no processor polls the network, and a wait on a
+// timerfd alone would be noticed only by the runtime's monitor, up to
+// 10 ms late. The timer's deadline wakes it as a Go timer does: its
+// median lateness is judged against time.Sleep's, measured under the same
+// load in the same run.
+func TestTimerOnTimeWhileBusy(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			runtime.Gosched()
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	tm := NewTimer()
+	defer tm.Close()
+	const n = 40
+	var timer, sleep []float64
+	for i := range 2 * n {
+		due := time.Now().Add(time.Duration(1+i%3) * time.Millisecond)
+		if i%2 == 0 {
+			tm.Until(nil, due)
+			timer = append(timer, ms(time.Since(due)))
+		} else {
+			time.Sleep(time.Until(due))
+			sleep = append(sleep, ms(time.Since(due)))
+		}
+	}
+	slices.Sort(timer)
+	slices.Sort(sleep)
+	if tm, sl := timer[n/2], sleep[n/2]; tm > sl+1 {
+		t.Errorf("with the processor busy, the timer woke p50 %.3f ms late, time.Sleep %.3f ms: the timer waited for the network poll", tm, sl)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
