@@ -226,6 +226,51 @@ func orderError(rec *metrics.Record) string {
 	return ""
 }
 
+// TestOpenLoopSpareConnections: at 30 req/s of answers that last 2 s, 45
+// requests are in flight at the end of a 1.5 s schedule, each on its own
+// connection, while a level opens 31 before its clock starts. The keeper
+// opens the rest ahead of the sends that need them: no send dials, and no
+// more are opened than the sends need (a few spares at most).
+func TestOpenLoopSpareConnections(t *testing.T) {
+	const requests = 45
+	srv := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: 20 * time.Millisecond, Tokens: 100})
+	defer srv.Close()
+	tok, err := tokenize.Get("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := wire.NewTransport()
+	t.Cleanup(tr.CloseIdleConnections)
+	r := &Runner{
+		Client:    &api.Client{HTTP: &http.Client{Transport: tr}, Adapter: api.OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"},
+		Tokenizer: tok, Timeout: 10 * time.Second,
+	}
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 30, Arrival: ArrivalConstant}, Requests: requests}
+	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Level.Requests.Completed != requests {
+		t.Fatalf("%d of %d requests completed: %v", res.Level.Requests.Completed, requests, res.Level.Requests.Errors)
+	}
+	c, p := res.Level.Connections, res.Level.Pacer
+	if c == nil || p == nil {
+		t.Fatalf("level has connections %v and pacer %v, want both", c, p)
+	}
+	if c.Preopened != 31 {
+		t.Errorf("preopened %d connections, want 31 (one second of sends and one)", c.Preopened)
+	}
+	if lag := res.Level.Client.TickLagMaxMs; c.Opened > 0 && lag > float64(spareHorizon/time.Millisecond) {
+		t.Skipf("%d sends dialled while the client's own ticker ran %.0f ms late, longer than the keeper looks ahead: cannot judge on this machine now", c.Opened, lag)
+	}
+	if c.Opened != 0 {
+		t.Errorf("%d sends opened a connection as they were due, want 0 (%d spare opened)", c.Opened, p.SpareOpened)
+	}
+	if total := int64(c.Preopened) + p.SpareOpened; total < requests || total > requests+spareFloor+4 {
+		t.Errorf("%d connections opened in all (%d before the level, %d spare), want %d to %d: one for each request in flight", total, c.Preopened, p.SpareOpened, requests, requests+spareFloor+4)
+	}
+}
+
 // slowBuild is a source whose every request takes build to make, as a long
 // prompt from a trace's hash blocks does.
 type slowBuild struct {

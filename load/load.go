@@ -365,6 +365,11 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		}
 		c.Preopened = preopened
 		c.SetupInTTFT = r.Client.CountSetup
+		if pacer != nil && c.Opened > 0 && !r.Cold {
+			res.Level.Warnings = append(res.Level.Warnings, fmt.Sprintf(
+				"connections: %d of %d sends found no open connection at their instant and opened one (set-up p99 %.1f ms, in their client queue), beside %d opened ahead of the sends and %d before the level",
+				c.Opened, res.Level.Requests.Sent, setupP99(c), pacer.SpareOpened, preopened))
+		}
 	}
 	if preErr != nil && ctx.Err() == nil {
 		res.Level.Warnings = append(res.Level.Warnings, fmt.Sprintf(
@@ -382,6 +387,15 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		return res, ErrInterrupted
 	}
 	return res, nil
+}
+
+// setupP99 is the p99 of the set-up of the connections the requests
+// opened, 0 when none did.
+func setupP99(c *metrics.Connections) float64 {
+	if c.SetupMs == nil {
+		return 0
+	}
+	return c.SetupMs.P99
 }
 
 // closedLoop runs lv.Load.Concurrency users until the level's requests or
@@ -734,9 +748,10 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 // measured from the scheduled instant exposes coordinated omission.
 //
 // Nothing slow stands between a send's instant and its write: a builder
-// runs ahead of the schedule making the requests' bodies, and the pacer
-// wakes early by the lateness it measured of its own wake-ups and spins
-// the rest (pace.Pacer).
+// runs ahead of the schedule making the requests' bodies, a keeper opens
+// spare connections ahead of the sends that will need them (keepSpare),
+// and the pacer wakes early by the lateness it measured of its own
+// wake-ups and spins the rest (pace.Pacer).
 func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, *metrics.Pacer, error) {
 	rate := lv.Load.RateRPS
 	offsets := lv.Offsets
@@ -774,6 +789,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	}
 	start := time.Now()
 	r.Progress.Start.Store(start.UnixNano())
+	spare := r.keepSpare(ctx, lv, start, offsets, quit, &helpers)
 	var wg sync.WaitGroup
 	var lastEnd atomic.Int64
 sending:
@@ -820,7 +836,7 @@ sending:
 	}
 	wall := time.Since(start)
 	wg.Wait()
-	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds()}
+	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds(), SpareOpened: spare.Load()}
 	if wall > 0 {
 		p.CPUShare = pacer.Busy().Seconds() / wall.Seconds()
 	}

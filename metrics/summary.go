@@ -278,4 +278,8 @@ type Pacer struct {
 	// CPUShare that over the level's send span: its cost in one core.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	CPUShare   float64 `json:"cpu_share"`
+	// SpareOpened counts the connections opened ahead of the sends that
+	// needed them, while the level ran; Connections.Opened those a send
+	// still had to open itself.
+	SpareOpened int64 `json:"spare_opened"`
 }

@@ -434,6 +434,12 @@ func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, err
 	if need <= 0 {
 		return 0, nil
 	}
+	return t.open(ctx, o, need)
+}
+
+// open dials need connections to o, a few at a time, and puts them with
+// the idle ones. It returns how many it opened, and the first error.
+func (t *Transport) open(ctx context.Context, o origin, need int) (int, error) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -468,6 +474,26 @@ func (t *Transport) Preconnect(ctx context.Context, u *url.URL, n int) (int, err
 		first = ctx.Err()
 	}
 	return opened, first
+}
+
+// Spare opens connections to the origin of u until at least n are idle
+// there, counting the idle ones as they stand (no check of each, unlike
+// Preconnect, and none is taken out of the pool meanwhile): a caller
+// running beside requests keeps spare connections ahead of them. Over
+// HTTP/2 and through a proxy it opens none. It returns how many it opened,
+// and the first error.
+func (t *Transport) Spare(ctx context.Context, u *url.URL, n int) (int, error) {
+	if t.HTTP2 || !t.Runs(u) {
+		return 0, nil
+	}
+	o := originOf(u)
+	t.mu.Lock()
+	need := n - len(t.idle[o.key])
+	t.mu.Unlock()
+	if need <= 0 {
+		return 0, nil
+	}
+	return t.open(ctx, o, need)
 }
 
 // prune closes the idle connections to o that cannot carry a request (the
