@@ -104,6 +104,7 @@ type Result struct {
 	TrueTTFTMaxMs float64         `json:"true_ttft_max_ms,omitempty"`
 	Warnings      []string        `json:"warnings,omitempty"`
 	Client        json.RawMessage `json:"client,omitempty"`
+	Sends         *Sends          `json:"sends,omitempty"`
 }
 
 // Spread is the distribution of one figure over N requests, in ms.
@@ -131,7 +132,10 @@ func spread(v []float64) *Spread {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	levels := fs.String("levels", "1,100,1000,5000", "concurrent streams of the paced scenarios")
-	only := fs.String("only", "", "run one scenario kind: idle, pacing, paced, stress, burst, requests, flat or first")
+	only := fs.String("only", "", "run one scenario kind: idle, ticker, pacing, send, paced, stress, burst, requests, flat or first")
+	sendRates := fs.String("send-rates", "1,10,48,500,5000", "open-loop rates (req/s) of the send scenarios")
+	sendTraces := fs.Bool("send-traces", true, "the send scenarios also replay a sparse, a bursty and a long-prompt trace")
+	serverCPUs := fs.String("server-cpus", "", "run the server on these CPUs (taskset -c), e.g. 0; run the harness itself on the others: taskset -c 1 go run ./bench/harness …")
 	burstLevels := fs.String("burst-levels", "1000", "concurrent streams of the burst scenarios")
 	stressLevels := fs.String("stress-levels", "1000", "concurrent streams of the stress scenarios")
 	requestLevels := fs.String("request-levels", "1,100,1000", "concurrent users of the requests scenarios")
@@ -205,7 +209,7 @@ func run(args []string, stdout io.Writer) error {
 	// The first scenarios start servers of their own; the others share one.
 	where := "servers of its own"
 	if *only != "first" {
-		srv, err := startServer(bin, serverOpts{cpuProfile: *serverProfile})
+		srv, err := startServer(bin, serverOpts{cpuProfile: *serverProfile, cpus: *serverCPUs})
 		if err != nil {
 			return err
 		}
@@ -240,6 +244,20 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		if err := emit(h.pacing(5000, 10000)); err != nil {
+			return err
+		}
+	}
+	if want("ticker") {
+		if err := emit(h.ticker()); err != nil {
+			return err
+		}
+	}
+	if want("send") {
+		rates, err := counts("-send-rates", *sendRates)
+		if err != nil {
+			return err
+		}
+		if err := h.sends(rates, *sendTraces, emit); err != nil {
 			return err
 		}
 	}
@@ -357,6 +375,9 @@ func printResult(w io.Writer, r Result) {
 		}
 		fmt.Fprintln(w)
 	}
+	if s := r.Sends; s != nil {
+		printSends(w, s)
+	}
 	if len(r.Client) > 0 {
 		fmt.Fprintf(w, "        client self-check %s\n", r.Client)
 	}
@@ -416,7 +437,10 @@ type stampAdapter struct {
 // firstTruth is one answer's TTFT: as the record gives it (first chunk's
 // recorded arrival − Start, as load.Record computes it) and as the server's
 // instants give it, in ms.
-type firstTruth struct{ recorded, truth float64 }
+type firstTruth struct {
+	recorded, truth float64
+	arrival         int64 // unix ns: the server's kernel receive stamp of the request
+}
 
 // parseStamp reads a chunk's " t<send ns>", or " t<send ns> r<arrival ns>"
 // when first (arrival 0 when the r part is absent).
@@ -464,6 +488,7 @@ func (a *stampAdapter) Decode(body io.Reader, resp *api.Response) {
 			a.truth[k] = append(a.truth[k], firstTruth{
 				recorded: float64(c.At.Sub(resp.Start)) / float64(time.Millisecond),
 				truth:    float64(sent-arrival) / 1e6,
+				arrival:  arrival,
 			})
 		}
 		e := float64(c.At.UnixNano()-sent) / 1e6
@@ -995,8 +1020,9 @@ func buildServer(bin string) (path string, cleanup func(), err error) {
 // serverOpts are a fake server's flags.
 type serverOpts struct {
 	cpuProfile string
-	tls        bool // HTTPS, HTTP/1.1 only (-tls)
-	h2         bool // HTTPS through net/http's server, HTTP/2 and HTTP/1.1 (-h2)
+	tls        bool   // HTTPS, HTTP/1.1 only (-tls)
+	h2         bool   // HTTPS through net/http's server, HTTP/2 and HTTP/1.1 (-h2)
+	cpus       string // taskset -c list the server runs on ("": any)
 }
 
 // startServer starts the fake server bin, and waits for its address (and
@@ -1021,6 +1047,9 @@ func startServer(bin string, o serverOpts) (*serverProc, error) {
 		}
 	}
 	p.cmd = exec.Command(bin, args...)
+	if o.cpus != "" {
+		p.cmd = exec.Command("taskset", append([]string{"-c", o.cpus, bin}, args...)...)
+	}
 	p.cmd.Stderr = os.Stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -199,3 +199,40 @@ func kernelStamps(t *testing.T) bool {
 	_, ok := c.(wire.ReceiveStamper)
 	return ok
 }
+
+// TestHarnessSends runs the send scenario small (100 req/s, 400 requests)
+// and checks that every request's wire lateness was found from the
+// server's kernel receive stamp: each send matched, none reaching the
+// server before its instant beyond clock-reading noise.
+func TestHarnessSends(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the fake server")
+	}
+	out := filepath.Join(t.TempDir(), "results.json")
+	var stdout bytes.Buffer
+	if err := run([]string{"-only", "send", "-send-rates", "100", "-send-traces=false", "-json", out}, &stdout); err != nil {
+		t.Fatalf("harness -only send: %v\n%s", err, stdout.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []Result
+	if err := json.Unmarshal(b, &res); err != nil || len(res) != 1 {
+		t.Fatalf("results: %v %s", err, b)
+	}
+	s := res[0].Sends
+	if s == nil || s.WireLate == nil {
+		t.Fatalf("send 100/s: no wire lateness in %s", b)
+	}
+	if s.WireLate.N != 400 || s.Unmatched != 0 {
+		t.Errorf("send 100/s: %d sends matched to the server's stamps, %d not; want 400 and 0", s.WireLate.N, s.Unmatched)
+	}
+	if s.WireLate.Min < -0.05 {
+		t.Errorf("send 100/s: a request reached the server %.3f ms before its instant", -s.WireLate.Min)
+	}
+	if s.LeadMs <= 0 || s.PacerShare <= 0 {
+		t.Errorf("send 100/s: pacer lead %.3f ms, CPU share %.4f; want both above 0", s.LeadMs, s.PacerShare)
+	}
+	t.Logf("%s", stdout.String())
+}
