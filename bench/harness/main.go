@@ -132,7 +132,8 @@ func spread(v []float64) *Spread {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	levels := fs.String("levels", "1,100,1000,5000", "concurrent streams of the paced scenarios")
-	only := fs.String("only", "", "run one scenario kind: idle, ticker, pacing, send, paced, stress, burst, requests, flat or first")
+	only := fs.String("only", "", "run one scenario kind: idle, ticker, pacing, send, paced, reader, stress, burst, requests, flat or first")
+	readerLevels := fs.String("reader-levels", "500", "concurrent streams of the reader scenarios (tokbench beside a bare reader)")
 	sendRates := fs.String("send-rates", "1,10,48,500,5000", "open-loop rates (req/s) of the send scenarios")
 	sendTraces := fs.Bool("send-traces", true, "the send scenarios also replay a sparse, a bursty and a long-prompt trace")
 	serverCPUs := fs.String("server-cpus", "", "run the server on these CPUs (taskset -c), e.g. 0; run the harness itself on the others: taskset -c 1 go run ./bench/harness …")
@@ -264,6 +265,17 @@ func run(args []string, stdout io.Writer) error {
 	if want("paced") {
 		for _, c := range streams {
 			if err := emit(h.paced(c)); err != nil {
+				return err
+			}
+		}
+	}
+	if want("reader") {
+		cs, err := counts("-reader-levels", *readerLevels)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if err := h.reader(c, emit); err != nil {
 				return err
 			}
 		}

@@ -236,3 +236,33 @@ func TestHarnessSends(t *testing.T) {
 	}
 	t.Logf("%s", stdout.String())
 }
+
+// TestHarnessReader runs the reader scenario small: tokbench's paced level
+// and the bare reader read the same 10 streams, and both report every
+// chunk and a CPU cost per chunk to compare.
+func TestHarnessReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the fake server")
+	}
+	out := filepath.Join(t.TempDir(), "results.json")
+	var stdout bytes.Buffer
+	if err := run([]string{"-only", "reader", "-reader-levels", "10", "-json", out}, &stdout); err != nil {
+		t.Fatalf("harness -only reader: %v\n%s", err, stdout.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []Result
+	if err := json.Unmarshal(b, &res); err != nil || len(res) != 2 {
+		t.Fatalf("results: %v %s", err, b)
+	}
+	for _, r := range res {
+		if r.Tokens != 10*2*64 || r.Failed != 0 || !(r.CPUSPerMTok > 0) {
+			t.Errorf("%s: %d tokens, %d failed, %.2f CPU s per million; want 1280, 0 and a cost", r.Scenario, r.Tokens, r.Failed, r.CPUSPerMTok)
+		}
+	}
+	if !strings.Contains(stdout.String(), "the bare reader's") {
+		t.Errorf("no ratio to the bare reader printed:\n%s", stdout.String())
+	}
+}
