@@ -28,6 +28,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 )
 
 func main() {
@@ -62,15 +63,17 @@ func run(pcapPath, reqPath string, port uint16, out io.Writer) error {
 		return err
 	}
 	defer rf.Close()
-	var firstErr, laterErr, all []float64
+	var firstErr, laterErr, all, late []float64
 	unmatched := 0
 	sc := bufio.NewScanner(rf)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		var rec struct {
-			OK         bool    `json:"ok"`
-			ResponseID string  `json:"response_id"`
-			TTFTMs     float64 `json:"ttft_ms"`
+			OK         bool      `json:"ok"`
+			ResponseID string    `json:"response_id"`
+			TTFTMs     float64   `json:"ttft_ms"`
+			Start      time.Time `json:"start"`
+			QueueMs    *float64  `json:"queue_ms"`
 		}
 		if json.Unmarshal(sc.Bytes(), &rec) != nil || !rec.OK {
 			continue
@@ -82,6 +85,12 @@ func run(pcapPath, reqPath string, port uint16, out io.Writer) error {
 		}
 		e := rec.TTFTMs - float64(w.first-w.post)/1e6
 		all = append(all, e)
+		if rec.QueueMs != nil {
+			// An open loop's request: its scheduled instant is t0 less its
+			// client queue, and the wire says when its POST left.
+			due := rec.Start.UnixNano() - int64(*rec.QueueMs*1e6)
+			late = append(late, float64(w.post-due)/1e6)
+		}
 		if w.nth == 0 {
 			firstErr = append(firstErr, e)
 		} else {
@@ -98,6 +107,15 @@ func run(pcapPath, reqPath string, port uint16, out io.Writer) error {
 		v    []float64
 	}{{"first request on its connection", firstErr}, {"later requests", laterErr}, {"all", all}} {
 		fmt.Fprintf(out, "  %-32s %s\n", g.name, describe(g.v))
+	}
+	if len(late) > 0 {
+		over := 0
+		for _, l := range late {
+			if l > 0.5 {
+				over++
+			}
+		}
+		fmt.Fprintf(out, "send lateness = the POST's first packet − the request's scheduled instant (t0 − queue_ms), ms; %d over 0.5 ms\n  %-32s %s\n", over, "open-loop requests", describe(late))
 	}
 	return nil
 }
