@@ -145,6 +145,7 @@ func run(args []string, stdout io.Writer) error {
 	server := fs.String("server", "", "fakeserver binary (default: go build ./bench/fakeserver)")
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
+	memProfile := fs.String("memprofile", "", "write a profile of the client's allocations to this file at the end")
 	offered := fs.Float64("offered", 25000, "tokens/s the paced and burst scenarios offer across all streams (each stream at most 500)")
 	stressOffered := fs.Float64("stress-offered", 50000, "tokens/s the stress scenarios offer across all streams")
 	step := fs.Bool("step", false, "paced and burst streams write on one step grid, every stream's chunk at the same instant, as a batching engine's decode steps")
@@ -164,6 +165,15 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(*memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 	streams, err := counts("-levels", *levels)
 	if err != nil {
