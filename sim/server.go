@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/physics"
 )
 
@@ -434,9 +435,8 @@ func (s *Server) loop(ctx context.Context) {
 		}
 		s.writersDone.Wait()
 	}()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	timer := pace.NewTimer()
+	defer timer.Close()
 	var rate tokenRate
 	for {
 		if s.eng.Idle() {
@@ -502,32 +502,21 @@ func (s *Server) loop(ctx context.Context) {
 	}
 }
 
-// spinWindow is how long before a step's end the engine stops sleeping on a
-// timer and spins (yielding) on the clock instead. Go's timers on Linux wake
-// through epoll with millisecond resolution, so a plain sleep is up to ~1 ms
-// late; the spin keeps token instants within microseconds of the schedule
-// at the price of up to this much CPU per step.
-const spinWindow = 1500 * time.Microsecond
-
-// spinHard is the final stretch spun without yielding: with many runnable
-// goroutines, a yield can cost more than the time left.
+// spinHard is the final stretch before a step's end spun on the clock:
+// the engine sleeps on a precise timer (pace.Timer: a timerfd, and a Go
+// timer at the same instant that a busy processor notices as it
+// schedules) until then, which wakes it well within this margin, so token
+// instants stay within microseconds of the schedule. A longer spin, or one
+// that yields, would keep its processor from polling the network.
 const spinHard = 200 * time.Microsecond
 
 // sleepUntil waits until the monotonic clock reaches t. It reports false
 // when ctx ends first.
-func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
-	if d := time.Until(t) - spinWindow; d > 0 {
-		timer.Reset(d)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-		}
+func sleepUntil(ctx context.Context, timer *pace.Timer, t time.Time) bool {
+	if ok, _ := timer.Until(ctx.Done(), t.Add(-spinHard)); !ok {
+		return false
 	}
 	for time.Now().Before(t) {
-		if time.Until(t) > spinHard {
-			runtime.Gosched()
-		}
 	}
 	return ctx.Err() == nil
 }
