@@ -774,10 +774,14 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	if lv.MaxInFlight > 0 {
 		slots = make(chan struct{}, lv.MaxInFlight)
 	}
-	quit := make(chan struct{})
+	// The builder and the keeper end with the level (their context), not
+	// only with the run: a dial to a server that stopped answering must not
+	// hold the level's end.
+	helperCtx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
 	defer helpers.Wait()
-	defer close(quit)
+	defer stopHelpers()
+	quit := helperCtx.Done()
 	ahead := r.buildAhead(src, len(offsets), quit, &helpers)
 	pacer := pace.NewPacer()
 	defer pacer.Close()
@@ -789,7 +793,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	}
 	start := time.Now()
 	r.Progress.Start.Store(start.UnixNano())
-	spare := r.keepSpare(ctx, lv, start, offsets, quit, &helpers)
+	spare := r.keepSpare(helperCtx, lv, start, offsets, &helpers)
 	var wg sync.WaitGroup
 	var lastEnd atomic.Int64
 sending:

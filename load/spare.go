@@ -26,14 +26,14 @@ const (
 	maxHorizon   = 2 * time.Second
 )
 
-// keepSpare keeps an open loop's spare connections open until quit
-// closes, so that no send dials as it is due: a request's connection is
-// busy for its whole answer, so a rate times a request's duration are in
-// use at once, more than a level can open before it starts when answers
-// are long. It returns the count of connections it opened (nil work, and a
-// count of 0, for a transport that cannot, with --connections cold, or
-// when the in-flight cap bounds the connections already opened).
-func (r *Runner) keepSpare(ctx context.Context, lv Level, start time.Time, offsets []time.Duration, quit <-chan struct{}, wg *sync.WaitGroup) *atomic.Int64 {
+// keepSpare keeps an open loop's spare connections open until ctx ends,
+// so that no send dials as it is due: a request's connection is busy for
+// its whole answer, so a rate times a request's duration are in use at
+// once, more than a level can open before it starts when answers are long.
+// It returns the count of connections it opened, which stays 0 for a
+// transport that cannot, with --connections cold, or when the in-flight
+// cap bounds the connections already opened.
+func (r *Runner) keepSpare(ctx context.Context, lv Level, start time.Time, offsets []time.Duration, wg *sync.WaitGroup) *atomic.Int64 {
 	opened := new(atomic.Int64)
 	sk, ok := r.Client.HTTP.Transport.(spareKeeper)
 	if !ok || r.Cold || lv.MaxInFlight > 0 {
@@ -51,8 +51,6 @@ func (r *Runner) keepSpare(ctx context.Context, lv Level, start time.Time, offse
 		horizon := spareHorizon
 		for {
 			select {
-			case <-quit:
-				return
 			case <-ctx.Done():
 				return
 			case <-tick.C:
