@@ -240,7 +240,8 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 // reads what the steps before it left in the Response and the trace.
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	resp := &Response{chunks: cl.Chunks}
-	trace := &requestTrace{}
+	// Every message, whichever step wrote it, leaves without the secrets.
+	defer func() { resp.Error = cl.scrub(resp.Error) }()
 	// --stall-timeout covers the wait for the answer's head too: a server
 	// that never answers is cut, not held until the request's timeout.
 	reqCtx := ctx
@@ -253,15 +254,16 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		headTimer = time.AfterFunc(cl.StallTimeout, func() { headStalled.Store(true); cancel() })
 		defer headTimer.Stop()
 	}
+	x, traced := NewExchange(reqCtx, resp)
 	err := prep.err
 	var hreq *http.Request
 	if err == nil {
-		hreq, err = prep.request(trace.context(reqCtx))
+		hreq, err = prep.request(traced)
 	}
 	if err != nil {
 		resp.Start = time.Now()
 		resp.Done = resp.Start
-		resp.fail(ClassBadRequest, "%s", cl.scrub(err.Error()))
+		resp.fail(ClassBadRequest, "%s", err)
 		return resp
 	}
 	handed := time.Now()
@@ -269,53 +271,25 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	if headTimer != nil {
 		headTimer.Stop()
 	}
-	// HTTP/2 streams share their connection's reads: their instants are
-	// the reads', not the kernel's stamps of a read another stream made.
-	kernel := err == nil && hresp.ProtoMajor == 1
-	p, conn := trace.finish(kernel)
-	resp.Start = p.Sent()
-	if cl.CountSetup || resp.Start.IsZero() {
-		resp.Start = handed
-	}
+	x.Answered(handed, cl.CountSetup, hresp, err)
 	if err != nil {
-		resp.Phases = p
-		resp.Done = time.Now()
 		if headStalled.Load() && ctx.Err() == nil {
+			resp.Done = time.Now()
 			resp.fail(ClassStallTimeout, "no answer for %s (--stall-timeout)", cl.StallTimeout)
 			return resp
 		}
-		cls := ClassifyTransport(ctx, err)
-		resp.fail(cls, "%s", cl.scrub(err.Error()))
+		x.FailTransport(ctx, err)
 		return resp
 	}
 	defer hresp.Body.Close()
-	// One clock, never backwards: t0 ≤ written ≤ first byte ≤ every chunk.
-	p.Settle(hresp, resp.Start)
-	resp.Phases = p
-	resp.Status = hresp.StatusCode
-	if hresp.StatusCode >= 300 && hresp.StatusCode < 400 {
-		// Redirects are not followed (an http.Client whose CheckRedirect
-		// returns http.ErrUseLastResponse, as tokbench bench's does): a
-		// POST would turn into a GET, and the API key would go along to
-		// wherever the server points. The redirect is its own failure.
-		resp.Done = time.Now()
-		why := trace.refusal()
-		if why == "" {
-			why = "not followed"
-		}
-		resp.fail(ClassRedirect, "HTTP %d: redirected to %s, %s (use the URL it points at)", hresp.StatusCode,
-			cl.scrub(RedactURL(hresp.Header.Get("Location"))), why)
-		return resp
-	}
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
-		body, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
-		resp.Done = time.Now()
-		resp.RetryAfter = hresp.Header.Get("Retry-After")
-		// The path says which endpoint refused (a 404 is most often a
-		// wrong base URL or --api); the query string, which may hold a
-		// key, stays out.
-		resp.fail(HTTPClass(hresp.StatusCode), "HTTP %d from %s %s: %s", hresp.StatusCode,
-			prep.http.Method, prep.http.URL.Path, cl.scrub(ErrorMessage(body)))
+		// Redirects are not followed (an http.Client whose CheckRedirect
+		// returns http.ErrUseLastResponse, as tokbench bench's does).
+		var body []byte
+		if hresp.StatusCode/100 != 3 {
+			body, _ = io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
+		}
+		x.FailHTTP(hresp, prep.http.Method, prep.http.URL.Path, body)
 		return resp
 	}
 	sr := newStallReader(hresp.Body, cl.StallTimeout)
@@ -325,39 +299,17 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		// token, so this many chunks are tokens the server should not send.
 		sr.over = func() bool { return len(resp.Chunks) > limit }
 	}
-	if kernel {
-		sr.clock = wire.ArrivalClock(conn, p.FirstByte)
-	}
-	resp.KernelStamps = sr.clock != nil
+	sr.clock = x.Clock()
 	defer sr.stop()
-	if enc := hresp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") && !hresp.Uncompressed {
-		// tokbench asks for no encoding; a proxy that compresses a stream
-		// anyway hands over bytes no decoder can read as events.
-		resp.Done = time.Now()
-		resp.fail(ClassEncodedStream, "the answer is %s-encoded (Content-Encoding), not a plain stream: a proxy compressing it?", enc)
+	if !x.Plain(hresp) {
 		return resp
 	}
 	cl.Adapter.Decode(sr, resp)
-	if resp.Done.IsZero() {
-		resp.Done = time.Now()
+	cut, why := CtxCut(ctx)
+	if cut == "" && (sr.stalled() || headStalled.Load()) {
+		cut, why = ClassStallTimeout, fmt.Sprintf("no data for %s", cl.StallTimeout)
 	}
-	if resp.ErrorClass != "" {
-		if c := ctxClass(ctx); c != "" {
-			resp.ErrorClass = ""
-			resp.fail(c, "%s while streaming", ctx.Err())
-		} else if sr.stalled() || headStalled.Load() {
-			resp.ErrorClass = ""
-			resp.fail(ClassStallTimeout, "no data for %s", cl.StallTimeout)
-		} else if len(resp.Chunks) == 0 {
-			resp.Error += notAStream(hresp.Header.Get("Content-Type"))
-		}
-		resp.Error = cl.scrub(resp.Error)
-		return resp
-	}
-	if len(resp.Chunks) == 0 {
-		resp.fail(ClassEmptyResponse, "the stream carried no output tokens%s", notAStream(hresp.Header.Get("Content-Type")))
-	}
-	cachedFromTimings(resp)
+	x.Ended(cut, why, hresp.Header.Get("Content-Type"))
 	return resp
 }
 
@@ -489,13 +441,15 @@ func overlongChunks(maxTokens int) int {
 }
 
 // errOverlong: the stream went on far past its max_tokens.
-var errOverlong = errors.New("the stream went on far past max_tokens: cut")
+var errOverlong = &ClassError{ClassOverlongStream, "the stream went on far past max_tokens: cut"}
 
 // classifyRead names a failure while the body streamed.
 func classifyRead(err error) Class {
 	msg := err.Error()
 	var te interface{ Timeout() bool }
 	switch {
+	case classOf(err) != "":
+		return classOf(err)
 	case errors.Is(err, wire.ErrHeadTooLarge):
 		return ClassHeadTooLarge
 	case errors.Is(err, wire.ErrTooManyInterim):
@@ -508,8 +462,6 @@ func classifyRead(err error) Class {
 		return ClassLineTooLong
 	case strings.Contains(msg, "event data longer"):
 		return ClassEventTooLarge
-	case errors.Is(err, errOverlong):
-		return ClassOverlongStream
 	}
 	return ClassConnectionDropped
 }

@@ -175,18 +175,6 @@ func (t *requestTrace) finish(kernel bool) (Phases, net.Conn) {
 	return p, t.conn
 }
 
-// Trace follows a request sent with the returned context as Client.Do
-// follows its own (tokbench proxy sends requests of its clients').
-// Once the answer's head arrived, or the request failed, done gives the
-// phases — the first byte on the kernel's clock when kernel is set (an
-// HTTP/1.1 answer; HTTP/2 streams share their connection's reads) — and
-// the connection the request went on; HTTP, TLS and the order of the
-// instants are the caller's to settle, as Do does (see Settle).
-func Trace(ctx context.Context) (traced context.Context, done func(kernel bool) (Phases, net.Conn)) {
-	t := &requestTrace{}
-	return t.context(ctx), t.finish
-}
-
 // Settle completes phases p of an answer that came: its protocol
 // versions, and one clock that never goes back from t0 (start) to the
 // request's write and the first byte.

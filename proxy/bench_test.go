@@ -569,20 +569,22 @@ func BenchmarkRecordEnded(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := call{a: api.OpenAI{Chat: true}, req: &request{Model: "m"}, streamed: true}
+	c := call{a: api.OpenAI{Chat: true}, req: api.Asked{Model: "m", Stream: true}}
 	start := time.Now()
 	for b.Loop() {
 		resp := &api.Response{Start: start, Status: 200}
-		send, finish, _ := p.collect(c, resp)
+		x, _ := api.NewExchange(context.Background(), resp)
+		send, finish, _ := p.collect(c, resp, true)
 		client := &clientSide{arrived: start.Add(-time.Millisecond)}
 		for i, e := range events {
 			at := start.Add(time.Duration(i+1) * 20 * time.Millisecond)
 			send(e, at)
 			client.wrote(at, at.Add(20*time.Microsecond))
 		}
-		finish()
 		resp.Done = start.Add(time.Second)
-		r := p.record(resp, c.req, c.a, load.RecordInfo{ID: 1, LevelStart: start}, client)
+		finish(io.EOF)
+		x.Ended("", "", "text/event-stream")
+		r := p.record(resp, c, load.RecordInfo{ID: 1, LevelStart: start}, client)
 		if r.OutputTokens != tokens || !r.OK {
 			b.Fatalf("record: %d tokens, %s %s", r.OutputTokens, r.ErrorClass, r.Error)
 		}

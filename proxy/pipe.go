@@ -15,6 +15,10 @@ import (
 type stampLog struct {
 	buf   []byte
 	reads []logRead
+	// end is how reading the answer ended, which Read returns after the
+	// kept bytes (nil: io.EOF), so the decoder classifies it as it would
+	// the live read's.
+	end error
 	// reading
 	off  int // in buf
 	next int // the read holding off
@@ -64,6 +68,9 @@ const logReadBytes = int64(unsafe.Sizeof(logRead{}))
 // clock says when what it returns arrived.
 func (l *stampLog) Read(b []byte) (int, error) {
 	if l.next == len(l.reads) {
+		if l.end != nil {
+			return 0, l.end
+		}
 		return 0, io.EOF
 	}
 	r := l.reads[l.next]

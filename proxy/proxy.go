@@ -6,9 +6,12 @@
 // the instant the proxy handed the request to the upstream connection —
 // and the client-facing ones, tokens exact from usage or the tokenizer.
 //
-// Which requests are measured is decided by method and path: POST to
-// …/chat/completions and …/completions (OpenAI), …/messages (Anthropic),
-// /api/chat and /api/generate (Ollama) and /completion (llama.cpp). A
+// Which requests are measured is decided by method and path, as
+// api.ForPath names them: POST to …/chat/completions and …/completions
+// (OpenAI), …/messages (Anthropic), /api/chat and /api/generate (Ollama)
+// and /completion (llama.cpp). Each is measured by an api.Exchange, the
+// one bench measures its own requests by, so both give a request the
+// same instants and the same failure class. A
 // non-streamed answer is measured as one chunk at its last byte (its TTFT
 // is its E2E: the client sees no token before it), tokens from its usage.
 // Everything else (models, embeddings, tokenize) passes through
@@ -17,7 +20,6 @@ package proxy
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -32,8 +34,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"github.com/valyala/fastjson"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
@@ -155,57 +155,6 @@ func copyHeader(dst, src http.Header) {
 	}
 }
 
-// adapter is the protocol a request's method and path name, the fields
-// of its body the proxy reads, and whether it asks for a stream; nil for
-// one the proxy does not measure.
-func adapter(r *http.Request, body []byte) (api.Adapter, *request, bool) {
-	if r.Method != http.MethodPost {
-		return nil, nil, false
-	}
-	var a api.Adapter
-	p := strings.TrimRight(r.URL.Path, "/")
-	switch {
-	case strings.HasSuffix(p, "/chat/completions"):
-		a = api.OpenAI{Chat: true}
-	case strings.HasSuffix(p, "/completions"):
-		a = api.OpenAI{}
-	case strings.HasSuffix(p, "/messages"):
-		a = api.Anthropic{}
-	case p == "/api/chat":
-		a = api.Ollama{Chat: true}
-	case p == "/api/generate":
-		a = api.Ollama{}
-	case p == "/completion":
-		a = api.LlamaCpp{}
-	default:
-		return nil, nil, false
-	}
-	// fastjson, not encoding/json: the request waits for this, and a long
-	// prompt's body takes encoding/json half a millisecond (120 KB,
-	// BenchmarkAdapterLongPrompt), fastjson 5 µs.
-	jp := parsers.Get()
-	defer parsers.Put(jp)
-	v, err := jp.ParseBytes(body)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return nil, nil, false
-	}
-	_, ollama := a.(api.Ollama)
-	// Ollama streams unless told not to; the others only when asked.
-	streamed := ollama
-	if st := v.Get("stream"); st != nil && st.Type() != fastjson.TypeNull {
-		streamed = st.Type() == fastjson.TypeTrue
-	}
-	return a, &request{Model: string(v.GetStringBytes("model"))}, streamed
-}
-
-// parsers parse request bodies.
-var parsers fastjson.ParserPool
-
-// request is what the proxy reads of a completion request.
-type request struct {
-	Model string
-}
-
 // ConnContext is for the http.Server that serves the proxy, with a
 // listener from wire.StampListener: a request's arrival, which the
 // client-facing TTFT counts from, is then the kernel's receive stamp of
@@ -234,9 +183,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tokbench proxy: reading the request body: "+err.Error(), status)
 		return
 	}
-	a, req, streamed := adapter(r, body)
+	a := api.ForPath(r.Method, r.URL.Path)
+	var req api.Asked
+	if a != nil {
+		var ok bool
+		if req, ok = api.ReadRequest(a, body); !ok {
+			a = nil // not a JSON object: the server's to refuse, unmeasured
+		}
+	}
 	asked := false
-	if a != nil && streamed && p.cfg.AskUsage {
+	if a != nil && req.Stream && p.cfg.AskUsage {
 		body, asked = askUsage(a, body)
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), bytes.NewReader(body))
@@ -264,7 +220,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.InFlight.Add(-1)
 		}
 	}()
-	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, streamed: streamed})
+	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked})
 	queued = true
 	// The client has its answer; the record is made off its way.
 	p.backlog.add(kept, func() {
@@ -394,63 +350,51 @@ var copyBuffers = sync.Pool{New: func() any { return new([copyBuffer]byte) }}
 // called once the client has its answer, and the bytes of the answer it
 // keeps until then: the upstream's answer decoded by the protocol's
 // adapter (the arrival instants are the proxy's reads), the client's as
-// they were written to it.
+// they were written to it. Its instants and classes are api.Exchange's,
+// as bench's are.
 func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (record func() metrics.Record, kept int64) {
-	a, req := c.a, c.req
 	resp := &api.Response{}
 	// The stream must reach the decoder as the protocol's plain events:
 	// the client's Accept-Encoding (gzip from some SDKs) stays here.
 	out.Header.Set("Accept-Encoding", "identity")
 	ctx := out.Context() // the client's: it ends when the client goes
-	traced, phases := api.Trace(ctx)
+	x, traced := api.NewExchange(ctx, resp)
 	out = out.WithContext(traced)
 	sent := time.Now()
 	up, err := p.rt.RoundTrip(out)
 	// As bench's: t0 is the instant the request's bytes went to the
 	// upstream connection, its first byte and chunks on the kernel's
 	// clock over HTTP/1.1.
-	kernel := err == nil && up.ProtoMajor == 1
-	ph, upConn := phases(kernel)
-	resp.Start = cmp.Or(ph.Sent(), sent)
-	if err == nil {
-		ph.Settle(up, resp.Start)
-	}
-	resp.Phases = ph
+	x.Answered(sent, false, up, err)
 	// max_tokens is a cap in live traffic, not a length asked for: no
 	// shortfall is counted against it.
 	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start}
 	if err != nil {
-		resp.Done = time.Now()
-		resp.ErrorClass, resp.Error = api.ClassifyTransport(ctx, err), "upstream: "+err.Error()
+		x.FailTransport(ctx, err)
 		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
-		return func() metrics.Record { return p.record(resp, req, a, info, nil) }, 0
+		return func() metrics.Record { return p.record(resp, c, info, nil) }, 0
 	}
 	defer up.Body.Close()
-	resp.Status = up.StatusCode
 	copyHeader(w.Header(), up.Header)
 	w.WriteHeader(up.StatusCode)
 	if up.StatusCode/100 != 2 {
 		var msg bytes.Buffer
 		_, cerr, _ := flushCopy(w, up.Body, tap{read: func(b []byte, _ time.Time) {
-			if msg.Len() < 4096 {
-				msg.Write(b[:min(len(b), 4096-msg.Len())])
+			if msg.Len() < maxErrorBody {
+				msg.Write(b[:min(len(b), maxErrorBody-msg.Len())])
 			}
 		}})
-		resp.Done = time.Now()
-		resp.ErrorClass = api.HTTPClass(up.StatusCode)
-		resp.Error = fmt.Sprintf("HTTP %d from %s %s: %s", up.StatusCode, out.Method, out.URL.Path, api.ErrorMessage(msg.Bytes()))
-		return func() metrics.Record { return p.record(resp, req, a, info, &clientSide{err: cerr}) }, int64(msg.Len())
+		x.FailHTTP(up, out.Method, out.URL.Path, msg.Bytes())
+		return func() metrics.Record { return p.record(resp, c, info, &clientSide{err: cerr}) }, int64(msg.Cap())
 	}
-	// Kernel stamps say when a connection's data arrived: one stream's
-	// only over HTTP/1.1 (HTTP/2 streams share the connection).
-	clock := time.Now
-	if kernel {
-		if kc := wire.ArrivalClock(upConn, ph.FirstByte); kc != nil {
-			resp.KernelStamps, clock = true, kc
-		}
+	clock := x.Clock()
+	if clock == nil {
+		clock = time.Now
 	}
-	send, finish, size := p.collect(c, resp)
-	client := &clientSide{arrived: c.arrived, usageAdded: c.asked, whole: !c.streamed}
+	// An answer no decoder can read (encoded) is forwarded, not kept.
+	plain := x.Plain(up)
+	send, finish, size := p.collect(c, resp, plain)
+	client := &clientSide{arrived: c.arrived, usageAdded: c.asked, whole: !c.req.Stream}
 	dst, strip := w, (*usageStripper)(nil)
 	if c.asked {
 		strip = &usageStripper{w: w}
@@ -469,80 +413,80 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 	done := time.Now()
 	// What ends with the handler (the client's context among it) is read
 	// now; the record is made later.
-	ctxErr, enc := ctx.Err(), up.Header.Get("Content-Encoding")
-	var srcClass api.Class
-	if !errors.Is(srcErr, io.EOF) {
-		srcClass = api.ClassifyTransport(ctx, srcErr)
+	gone, contentType := ctx.Err() != nil, up.Header.Get("Content-Type")
+	if !c.req.Stream {
+		contentType = "" // one JSON document, as asked
 	}
 	return func() metrics.Record {
-		finish()
-		if resp.Done.IsZero() {
-			resp.Done = done
+		if plain {
+			finish(srcErr)
+			if resp.Done.IsZero() {
+				resp.Done = done
+			}
+			var cut api.Class
+			var why string
+			if gone {
+				// The client left (a stop button): its request, not the server's failure.
+				cut, why = ClassClientClosed, fmt.Sprintf("the client closed the connection after %d chunks", len(resp.Chunks))
+			}
+			x.Ended(cut, why, contentType)
 		}
-		switch {
-		case ctxErr != nil:
-			// The client left (a stop button): its request, not the server's failure.
-			resp.ErrorClass, resp.Error = ClassClientClosed, fmt.Sprintf("the client closed the connection after %d chunks", len(resp.Chunks))
-		case srcClass != "":
-			resp.ErrorClass, resp.Error = srcClass, "upstream: "+srcErr.Error()
-		case enc != "" && !strings.EqualFold(enc, "identity"):
-			resp.ErrorClass, resp.Error = api.ClassEncodedStream, "the upstream's answer is "+enc+"-encoded (Content-Encoding), not a plain stream"
-		}
-		return p.record(resp, req, a, info, client)
+		return p.record(resp, c, info, client)
 	}, size() + int64(cap(client.spans))*spanBytes
 }
 
+// maxErrorBody bounds the bytes of an error answer the proxy keeps for
+// its record's message; the client gets the whole answer.
+const maxErrorBody = 4 << 10
+
+// maxWhole bounds the copy of a non-streamed answer the proxy keeps to
+// read its tokens from; the client gets the whole answer however long.
+const maxWhole = 16 << 20
+
 // collect keeps what the answer needs to be measured, read by read
-// (send), and measures it once it has ended (finish; kept is the memory
-// that holds until then): a stream's reads with their instants, decoded
-// by c's protocol (up to MaxMeasured); a whole answer's bytes (up to
-// maxWhole), read as one chunk at its last read.
-func (p *Proxy) collect(c call, resp *api.Response) (send func(b []byte, at time.Time), finish func(), kept func() int64) {
-	if c.streamed {
-		log := getLog()
-		measured, overlong := int64(0), false
-		send = func(b []byte, at time.Time) {
-			if measured += int64(len(b)); measured <= p.cfg.MaxMeasured {
-				log.add(b, at)
-			} else {
-				overlong = true
-			}
-		}
-		finish = func() {
-			c.a.Decode(log, resp)
-			log.release()
-			if overlong {
-				resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", p.cfg.MaxMeasured>>20)
-			}
-		}
-		return send, finish, log.size
+// (send), and measures it once it has ended with the read error end
+// (finish; kept is the memory that holds until then): a stream's reads
+// with their instants, decoded by c's protocol (up to MaxMeasured); a
+// whole answer's bytes (up to maxWhole), read as one chunk at its last
+// read. Past its bound the answer ends, for its decoder, as
+// overlong_stream. An answer that is not plain keeps nothing.
+func (p *Proxy) collect(c call, resp *api.Response, plain bool) (send func(b []byte, at time.Time), finish func(end error), kept func() int64) {
+	if !plain {
+		return nil, func(error) {}, func() int64 { return 0 }
 	}
-	whole, last, over := &bytes.Buffer{}, time.Time{}, false
+	log := getLog()
+	bound, over := p.cfg.MaxMeasured, ""
+	if c.req.Stream {
+		over = fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", bound>>20)
+	} else {
+		bound, over = maxWhole, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
+	}
+	measured, last := int64(0), time.Time{}
 	send = func(b []byte, at time.Time) {
 		last = at
-		switch {
-		case over: // forwarded, no longer kept
-		case whole.Len()+len(b) <= maxWhole:
-			whole.Write(b)
-		default:
-			over = true
-			whole = nil
-			resp.ErrorClass, resp.Error = api.ClassOverlongStream, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
+		if measured += int64(len(b)); measured <= bound {
+			log.add(b, at)
+		} else if log.end == nil {
+			log.end = &api.ClassError{Class: api.ClassOverlongStream, Msg: over}
+			if !c.req.Stream {
+				log.buf, log.reads = nil, nil // no part of a whole answer is read
+			}
 		}
 	}
-	finish = func() {
-		resp.Done = last
-		if !over && whole.Len() > 0 {
-			decodeWhole(c.a, whole.Bytes(), resp)
+	finish = func(end error) {
+		// A failed read (the upstream cut the answer) wins over the bound.
+		if log.end == nil || !errors.Is(end, io.EOF) {
+			log.end = end
 		}
-	}
-	kept = func() int64 {
-		if over {
-			return 0
+		if c.req.Stream {
+			c.a.Decode(log, resp)
+		} else {
+			resp.Done = last
+			api.DecodeWhole(c.a, log.buf, log.end, resp)
 		}
-		return int64(whole.Cap())
+		log.release()
 	}
-	return send, finish, kept
+	return send, finish, log.size
 }
 
 // strippingWriter writes an answer to the client through a
@@ -556,14 +500,13 @@ func (w strippingWriter) Write(b []byte) (int, error) { return w.s.Write(b) }
 func (w strippingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // call is what the proxy knows of a completion request before sending it:
-// its protocol and body's fields, when it arrived, whether the proxy asked
-// for usage, and whether it asks for a stream.
+// its protocol and what its body asks for, when it arrived, and whether
+// the proxy asked for usage.
 type call struct {
-	a        api.Adapter
-	req      *request
-	arrived  time.Time
-	asked    bool
-	streamed bool
+	a       api.Adapter
+	req     api.Asked
+	arrived time.Time
+	asked   bool
 }
 
 // ClassClientClosed is a proxied request whose client closed its
@@ -639,14 +582,11 @@ func (c *clientSide) timing(resp *api.Response, rec *metrics.Record, slow time.D
 }
 
 // record is the request's record, with the client's side in Proxy.
-func (p *Proxy) record(resp *api.Response, req *request, a api.Adapter, info load.RecordInfo, c *clientSide) metrics.Record {
-	if resp.ErrorClass == "" && len(resp.Chunks) == 0 {
-		resp.ErrorClass, resp.Error = api.ClassEmptyResponse, "the stream carried no output tokens"
-	}
+func (p *Proxy) record(resp *api.Response, c call, info load.RecordInfo, client *clientSide) metrics.Record {
 	rec := load.Record(resp, p.cfg.Tokenizer, info)
-	rec.Model, rec.API = req.Model, a.Name()
-	if c != nil {
-		rec.Proxy = c.timing(resp, &rec, p.cfg.SlowClient)
+	rec.Model, rec.API = c.req.Model, c.a.Name()
+	if client != nil {
+		rec.Proxy = client.timing(resp, &rec, p.cfg.SlowClient)
 	}
 	return rec
 }

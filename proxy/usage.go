@@ -52,6 +52,9 @@ func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 	return v.MarshalTo(nil), true
 }
 
+// parsers parse request bodies.
+var parsers fastjson.ParserPool
+
 // usageStripper writes an SSE stream to w less the usage-only chunks
 // (empty choices, a usage object) that askUsage had the server add. It
 // holds back only an event not yet ended by its blank line.
