@@ -56,10 +56,13 @@ type Asked struct {
 	Stream bool
 }
 
-// ReadRequest reads a request body of a's protocol: the model, and
-// whether the answer streams (Ollama streams unless told not to, the
-// others only when asked). ok is false for a body that is not a JSON
-// object.
+// ReadRequest reads a request body of a's protocol as its server does:
+// the model, and whether the answer streams (Ollama streams unless told
+// not to, the others only when asked). A key given twice is read as the
+// servers read it, the last one winning (encoding/json, Python's json and
+// pydantic); for Ollama, whose server is encoding/json's, a key that
+// differs only in case ("Stream") is the same key. ok is false for a body
+// that is not a JSON object.
 func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 	// fastjson, not encoding/json: the request waits for this, and a long
 	// prompt's body takes encoding/json half a millisecond (120 KB,
@@ -71,11 +74,30 @@ func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 		return Asked{}, false
 	}
 	_, ollama := a.(Ollama)
-	asked.Stream = ollama
-	if st := v.Get("stream"); st != nil && st.Type() != fastjson.TypeNull {
-		asked.Stream = st.Type() == fastjson.TypeTrue
+	is := func(k []byte, name string) bool {
+		if ollama {
+			return bytes.EqualFold(k, []byte(name))
+		}
+		return string(k) == name
 	}
-	asked.Model = string(v.GetStringBytes("model"))
+	// fastjson's Get finds a key's first value; Visit sees every one.
+	var model, stream *fastjson.Value
+	o, _ := v.Object()
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		switch {
+		case is(k, "stream"):
+			stream = v
+		case is(k, "model"):
+			model = v
+		}
+	})
+	asked.Stream = ollama
+	if stream != nil && stream.Type() != fastjson.TypeNull {
+		asked.Stream = stream.Type() == fastjson.TypeTrue
+	}
+	if model != nil && model.Type() == fastjson.TypeString {
+		asked.Model = string(model.GetStringBytes())
+	}
 	return asked, true
 }
 

@@ -29,6 +29,14 @@ func TestReadRequest(t *testing.T) {
 		{"POST", "/v1/embeddings", `{"model":"e"}`, "", "", false},
 		{"POST", "/v1/chat/completions", `not json`, "", "", false},
 		{"POST", "/v1/chat/completions", `["an array"]`, "", "", false},
+		// A key twice: the last wins, as the servers read it.
+		{"POST", "/v1/chat/completions", `{"model":"a","stream":true,"model":"b","stream":false}`, "openai-chat", "b", false},
+		{"POST", "/v1/chat/completions", `{"stream":false,"model":"m","stream":true}`, "openai-chat", "m", true},
+		{"POST", "/v1/messages", `{"stream":true,"stream":null}`, "anthropic", "", false},
+		{"POST", "/v1/chat/completions", `{"str\u0065am":false,"stream":true,"stre\u0061m":false}`, "openai-chat", "", false},
+		{"POST", "/v1/chat/completions", `{"stream":true,"Stream":false}`, "openai-chat", "", true},
+		{"POST", "/api/chat", `{"stream":true,"Stream":false}`, "ollama-chat", "", false},
+		{"POST", "/api/generate", `{"STREAM":false,"stream":true}`, "ollama-generate", "", true},
 	} {
 		a := ForPath(c.method, c.path)
 		var asked Asked
