@@ -412,8 +412,11 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 	}
 	done := time.Now()
 	// What ends with the handler (the client's context among it) is read
-	// now; the record is made later.
-	gone, contentType := ctx.Err() != nil, up.Header.Get("Content-Type")
+	// now; the record is made later. The client left if its going cut the
+	// upstream's answer: one that ended cleanly it had whole (it may have
+	// hung up on its last byte, as a Content-Length lets it).
+	gone := ctx.Err() != nil && !errors.Is(srcErr, io.EOF)
+	contentType := up.Header.Get("Content-Type")
 	if !c.req.Stream {
 		contentType = "" // one JSON document, as asked
 	}
