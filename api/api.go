@@ -241,7 +241,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	resp := &Response{chunks: cl.Chunks}
 	// Every message, whichever step wrote it, leaves without the secrets.
-	defer func() { resp.Error = cl.scrub(resp.Error) }()
+	defer func() { resp.Error, resp.RetryAfter = cl.scrub(resp.Error), cl.scrub(resp.RetryAfter) }()
 	// --stall-timeout covers the wait for the answer's head too: a server
 	// that never answers is cut, not held until the request's timeout.
 	reqCtx := ctx
@@ -361,9 +361,31 @@ func Scrub(s string, secrets []string) string {
 		}
 		for _, form := range secretForms(sec) {
 			s = strings.ReplaceAll(s, form, "[REDACTED]")
+			s = scrubCut(s, form)
 		}
 	}
 	return s
+}
+
+// scrubCut replaces the start of form where a message was shortened in
+// the middle of it (a "…" right after four or more of its first bytes).
+func scrubCut(s, form string) string {
+	const cut = "…"
+	for from := 0; ; {
+		i := strings.Index(s[from:], cut)
+		if i < 0 {
+			return s
+		}
+		i += from
+		for k := min(len(form)-1, i); k >= 4; k-- {
+			if s[i-k:i] == form[:k] {
+				s = s[:i-k] + "[REDACTED]" + s[i:]
+				i += len("[REDACTED]") - k
+				break
+			}
+		}
+		from = i + len(cut)
+	}
 }
 
 // secretForms are the encodings of sec Scrub looks for, longest first so

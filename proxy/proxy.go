@@ -220,7 +220,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.InFlight.Add(-1)
 		}
 	}()
-	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked})
+	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, header: out.Header, url: out.URL})
 	queued = true
 	// The client has its answer; the record is made off its way.
 	p.backlog.add(kept, func() {
@@ -280,13 +280,20 @@ func (p *Proxy) target(u *url.URL) string {
 func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 	resp, err := p.passRT.RoundTrip(out)
 	if err != nil {
-		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		upstreamError(w, out, err)
 		return
 	}
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	_, _, _ = flushCopy(w, resp.Body, tap{}) // unmeasured: what the client got is what came
+}
+
+// upstreamError answers a request the upstream did not answer: 502, the
+// error without the request's credentials (its URL may hold a key).
+func upstreamError(w http.ResponseWriter, out *http.Request, err error) {
+	msg := api.Scrub(err.Error(), api.RequestSecrets(out.Header, out.URL))
+	http.Error(w, "tokbench proxy: upstream: "+msg, http.StatusBadGateway)
 }
 
 // tap is what flushCopy tells of each read from the upstream: stamp
@@ -371,7 +378,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start}
 	if err != nil {
 		x.FailTransport(ctx, err)
-		http.Error(w, "tokbench proxy: upstream: "+err.Error(), http.StatusBadGateway)
+		upstreamError(w, out, err)
 		return func() metrics.Record { return p.record(resp, c, info, nil) }, 0
 	}
 	defer up.Body.Close()
@@ -503,13 +510,17 @@ func (w strippingWriter) Write(b []byte) (int, error) { return w.s.Write(b) }
 func (w strippingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // call is what the proxy knows of a completion request before sending it:
-// its protocol and what its body asks for, when it arrived, and whether
-// the proxy asked for usage.
+// its protocol and what its body asks for, when it arrived, whether the
+// proxy asked for usage, and its credentials' places.
 type call struct {
 	a       api.Adapter
 	req     api.Asked
 	arrived time.Time
 	asked   bool
+	// header and url are the request as sent upstream, whose credentials
+	// (the client's and Upstream's) its record must not hold.
+	header http.Header
+	url    *url.URL
 }
 
 // ClassClientClosed is a proxied request whose client closed its
@@ -591,7 +602,26 @@ func (p *Proxy) record(resp *api.Response, c call, info load.RecordInfo, client 
 	if client != nil {
 		rec.Proxy = client.timing(resp, &rec, p.cfg.SlowClient)
 	}
+	scrub(&rec, api.RequestSecrets(c.header, c.url))
 	return rec
+}
+
+// scrub takes secrets, in every encoding api.Scrub knows, out of each of
+// rec's texts that an upstream or a client wrote: what the record holds
+// reaches requests.jsonl, the summary, the report and /metrics' labels.
+func scrub(rec *metrics.Record, secrets []string) {
+	if len(secrets) == 0 {
+		return
+	}
+	for _, s := range []*string{&rec.Error, &rec.ResponseID, &rec.FinishReason, &rec.Model} {
+		*s = api.Scrub(*s, secrets)
+	}
+	for i := range rec.RetryErrors {
+		rec.RetryErrors[i] = api.Scrub(rec.RetryErrors[i], secrets)
+	}
+	if rec.Proxy != nil {
+		rec.Proxy.ClientError = api.Scrub(rec.Proxy.ClientError, secrets)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
