@@ -687,15 +687,7 @@ func ParseRates(flag, s string) ([]float64, error) {
 }
 
 // sensitiveHeader reports whether a header's value is a credential.
-func sensitiveHeader(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie", "x-api-key", "api-key":
-		return true
-	}
-	return strings.Contains(n, "key") || strings.Contains(n, "token") ||
-		strings.Contains(n, "secret") || strings.Contains(n, "auth") || strings.Contains(n, "password")
-}
+func sensitiveHeader(name string) bool { return api.SensitiveHeader(name) }
 
 // redactHeaderArg shows a --header argument with a sensitive value hidden.
 func redactHeaderArg(h string) string {
