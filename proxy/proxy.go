@@ -284,9 +284,18 @@ func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	copyHeader(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
+	writeHead(w, resp)
 	_, _, _ = flushCopy(w, resp.Body, tap{}) // unmeasured: what the client got is what came
+}
+
+// writeHead sends the client the upstream's status and headers now, not
+// with the first byte of the body: an upstream that answers 200 and then
+// thinks (or hangs) shows the client its answer began, as it would
+// directly. A client gone is seen at the body's first write.
+func writeHead(w http.ResponseWriter, up *http.Response) {
+	copyHeader(w.Header(), up.Header)
+	w.WriteHeader(up.StatusCode)
+	_ = http.NewResponseController(w).Flush()
 }
 
 // upstreamError answers a request the upstream did not answer: 502, the
@@ -382,8 +391,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 		return func() metrics.Record { return p.record(resp, c, info, nil) }, 0
 	}
 	defer up.Body.Close()
-	copyHeader(w.Header(), up.Header)
-	w.WriteHeader(up.StatusCode)
+	writeHead(w, up)
 	if up.StatusCode/100 != 2 {
 		var msg bytes.Buffer
 		_, cerr, _ := flushCopy(w, up.Body, tap{read: func(b []byte, _ time.Time) {
