@@ -66,9 +66,15 @@ type Asked struct {
 func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 	// fastjson, not encoding/json: the request waits for this, and a long
 	// prompt's body takes encoding/json half a millisecond (120 KB,
-	// BenchmarkReadRequestLongPrompt), fastjson 5 µs.
+	// BenchmarkReadRequestLongPrompt), fastjson 5 µs. A parser keeps a
+	// copy of what it parsed: one that read a large body is left to the
+	// collector, not pooled for the streams' chunks to keep alive.
 	jp := parsers.Get()
-	defer parsers.Put(jp)
+	defer func() {
+		if len(body) <= maxPooledParse {
+			parsers.Put(jp)
+		}
+	}()
 	v, err := jp.ParseBytes(body)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return Asked{}, false
@@ -101,6 +107,9 @@ func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 	return asked, true
 }
 
+// maxPooledParse is the largest body whose parser goes back to parsers.
+const maxPooledParse = 1 << 20
+
 // wholeReader is an adapter that reads its protocol's whole answers.
 type wholeReader interface {
 	// readWhole reads answer v into resp (id, finish reason), c (text and
@@ -129,7 +138,11 @@ func DecodeWhole(a Adapter, body []byte, end error, resp *Response) {
 		return
 	}
 	jp := parsers.Get()
-	defer parsers.Put(jp)
+	defer func() {
+		if len(body) <= maxPooledParse {
+			parsers.Put(jp)
+		}
+	}()
 	v, err := jp.ParseBytes(body)
 	if err != nil {
 		resp.fail(ClassMalformedStream, "the answer is not JSON: %v", err)

@@ -66,6 +66,13 @@ type Config struct {
 	// MaxBody bounds a request body the proxy reads to decide what it is
 	// (default 64 MiB); a longer one is answered 413.
 	MaxBody int64
+	// MaxBodies bounds the memory the bodies of all requests being
+	// handled hold together (default 256 MiB, at least twice MaxBody): a
+	// body that would pass it is answered 503 with Retry-After, before
+	// any of it is read when it declares its length. A completion's body
+	// counts twice with the default Transport, which keeps a copy of it
+	// while it sends it.
+	MaxBodies int64
 	// SlowClient is how long one write to the client may block before the
 	// record says the client was slow (default 50 ms).
 	SlowClient time.Duration
@@ -92,6 +99,7 @@ type Proxy struct {
 	InFlight atomic.Int64
 	handlers sync.WaitGroup // and records to make
 	backlog  backlog
+	bodies   *bodies
 }
 
 // New returns the proxy of cfg.
@@ -112,6 +120,10 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 64 << 20
 	}
+	if cfg.MaxBodies <= 0 {
+		cfg.MaxBodies = 256 << 20
+	}
+	cfg.MaxBodies = max(cfg.MaxBodies, 2*cfg.MaxBody)
 	if cfg.MaxMeasured <= 0 {
 		cfg.MaxMeasured = 32 << 20
 	}
@@ -132,7 +144,7 @@ func New(cfg Config) (*Proxy, error) {
 		}
 		rt, pass = t, t.Fallback
 	}
-	return &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now()}, nil
+	return &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now(), bodies: &bodies{max: cfg.MaxBodies}}, nil
 }
 
 // hop-by-hop headers are the connection's, never forwarded (RFC 9110 7.6.1).
@@ -174,13 +186,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.handlers.Add(1)
 	defer p.handlers.Done()
-	body, err := readBody(w, r, p.cfg.MaxBody)
+	// tokbench's own transport, which carries the completions, sends a
+	// copy of the body it takes: theirs count twice in the budget.
+	copies := int64(1)
+	if p.cfg.Transport == nil && api.ForPath(r.Method, r.URL.Path) != nil {
+		copies = 2
+	}
+	body, held, err := p.bodies.read(w, r, p.cfg.MaxBody, copies)
+	defer p.bodies.give(held) // once the request has ended, and nothing holds the body
 	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		http.Error(w, "tokbench proxy: reading the request body: "+err.Error(), status)
+		p.bodies.refuse(w, err, p.cfg.MaxBody)
 		return
 	}
 	a := api.ForPath(r.Method, r.URL.Path)
@@ -231,20 +246,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.cfg.Sink(rec)
 		}
 	})
-}
-
-// readBody reads a request's body, up to max bytes, into a buffer of its
-// Content-Length when it gives one (no copies while it grows; ReadFrom
-// wants MinRead bytes free for the read that finds the end).
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= max {
-		// Up to 1 MiB ahead of the bytes: a client that declares 64 MiB
-		// and sends nothing holds no more.
-		buf.Grow(int(min(r.ContentLength, 1<<20)) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
-	return buf.Bytes(), err
 }
 
 // target is the upstream URL for a request's path and query: Upstream's

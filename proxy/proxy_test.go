@@ -34,6 +34,13 @@ func proxied(t testing.TB, up string) (string, func() []metrics.Record) {
 // recorded: a client has its answer before the proxy has measured it.
 func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []metrics.Record) {
 	t.Helper()
+	_, base, records := startProxy(t, up, set)
+	return base, records
+}
+
+// startProxy is proxiedWith that gives the proxy too.
+func startProxy(t testing.TB, up string, set func(*Config)) (*Proxy, string, func() []metrics.Record) {
+	t.Helper()
 	u, _ := url.Parse(up + "/v1")
 	var mu sync.Mutex
 	var recs []metrics.Record
@@ -54,7 +61,7 @@ func proxiedWith(t testing.TB, up string, set func(*Config)) (string, func() []m
 	srv.Config.ConnContext = p.ConnContext
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv.URL, func() []metrics.Record {
+	return p, srv.URL, func() []metrics.Record {
 		// InFlight falls only once a record is in (an atomic, which orders
 		// the records before the read; handlers.Wait would race with the
 		// Add of a test's next request, which reaches the server by TCP).

@@ -20,7 +20,11 @@ func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 		return body, false
 	}
 	jp := parsers.Get()
-	defer parsers.Put(jp)
+	defer func() {
+		if len(body) <= 1<<20 { // a parser keeps a copy of a large body: not pooled
+			parsers.Put(jp)
+		}
+	}()
 	v, err := jp.ParseBytes(body)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return body, false
