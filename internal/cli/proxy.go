@@ -21,6 +21,7 @@ import (
 func newProxyCmd(env Env) *cobra.Command {
 	var (
 		listen, upstream, out, metricsAddr, tokenizer, rotateSize, caCert string
+		bodyBudget                                                        string
 		replace, askUsage, insecure                                       bool
 		every, grace, rotateEvery                                         time.Duration
 	)
@@ -65,6 +66,10 @@ streams in flight finish for --grace.`,
 					return usagef("--rotate-size: want a size such as 100MB or 1GiB, got %q", rotateSize)
 				}
 			}
+			var budget uint64
+			if budget, err = humanize.ParseBytes(bodyBudget); err != nil || budget < 128<<20 || budget > 1<<62 {
+				return usagef("--body-budget: want a size of 128MiB or more (twice the 64 MiB a body may hold), got %q", bodyBudget)
+			}
 			if rotateEvery < 0 {
 				return usagef("--rotate-every: want a positive duration, got %v", rotateEvery)
 			}
@@ -83,7 +88,7 @@ streams in flight finish for --grace.`,
 				w.Rotate(int64(min(rotateBytes, 1<<62)), rotateEvery)
 			}
 			s, err := proxy.Run(cmd.Context(), proxy.Options{
-				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok, AskUsage: askUsage, TLS: tlsCfg}, Out: w,
+				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok, AskUsage: askUsage, TLS: tlsCfg, MaxBodies: int64(budget)}, Out: w,
 				MetricsAddr: metricsAddr, Every: every, Grace: grace, Version: Version,
 				Ready: func(p, m string) {
 					fmt.Fprintf(env.Stderr, "tokbench proxy: %s → %s; Ctrl-C stops\n", p, api.RedactURL(upstream))
@@ -114,6 +119,7 @@ streams in flight finish for --grace.`,
 	fl.DurationVar(&every, "summary-every", time.Minute, "window length of the live traffic's summary")
 	fl.StringVar(&rotateSize, "rotate-size", "", "with --out: start a new requests.jsonl once it holds this much (e.g. 100MB), keeping the full one as requests-NNNNNN.jsonl")
 	fl.DurationVar(&rotateEvery, "rotate-every", 0, "with --out: start a new requests.jsonl this often (e.g. 1h)")
+	fl.StringVar(&bodyBudget, "body-budget", "256MiB", "memory the request bodies held at once may take together; a body past it is answered 503 with Retry-After")
 	fl.DurationVar(&grace, "grace", 30*time.Second, "at Ctrl-C, how long streams in flight may finish")
 	return cmd
 }

@@ -19,6 +19,8 @@ func TestProxyFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-size", "lots"}, "--rotate-size"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--ca-cert", "/nonexistent.pem"}, "--ca-cert"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-size", "0"}, "--rotate-size"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--body-budget", "lots"}, "--body-budget"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--body-budget", "64MiB"}, "--body-budget"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-every", "-1h"}, "--rotate-every"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1/v1", "--rotate-every", "1h"}, "--rotate-size and --rotate-every"},
 	} {
