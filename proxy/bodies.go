@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 )
 
 // bodies is the budget of memory the request bodies being held take, all
@@ -15,10 +16,11 @@ import (
 // is before sending it), and eight clients of 60 MB each took 1.6 GB.
 // A body reserves its bytes before it holds them — all it declares
 // (Content-Length) before its first byte is read, one without a length
-// as its buffer grows — and gives them back when its request ends. Once
-// half the budget has been given back since, the freed memory goes back
-// to the system (a collection and a scavenge, one at a time), so an idle
-// proxy does not keep the peak of a burst.
+// as its buffer grows — and gives them back when its request ends. When
+// no body is held any more and a quarter of the budget has been given
+// back since (or the whole budget, under load that never ends), the freed
+// memory goes back to the system (a collection and a scavenge, one at a
+// time), so an idle proxy does not keep the peak of a burst.
 type bodies struct {
 	max      int64
 	used     atomic.Int64
@@ -51,17 +53,23 @@ func (b *bodies) give(n int64) {
 	if n == 0 {
 		return
 	}
-	b.used.Add(-n)
-	if b.freed.Add(n) < b.max/2 || !b.freeing.CompareAndSwap(false, true) {
+	used, freed := b.used.Add(-n), b.freed.Add(n)
+	if (used > 0 || freed < b.max/4) && freed < b.max || !b.freeing.CompareAndSwap(false, true) {
 		return
 	}
-	b.freed.Store(0)
-	go func() {
+	// A moment later, once the handlers that held the bodies have
+	// returned (a body still on a stack is not garbage yet).
+	time.AfterFunc(returnAfter, func() {
 		defer b.freeing.Store(false)
+		b.freed.Store(0)
 		debug.FreeOSMemory()
 		b.returned.Add(1)
-	}()
+	})
 }
+
+// returnAfter is how long after the bodies are given back their memory
+// goes back to the system.
+const returnAfter = 50 * time.Millisecond
 
 // read reads r's body, up to limit bytes, reserving its memory from the
 // budget first, copies times over (the transport that sends a measured
