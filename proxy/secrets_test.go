@@ -225,6 +225,9 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 			break
 		}
 	}
+	if !bytes.Contains(scraped, []byte(`tokbench_requests_total{api="openai-chat",model="unauthorized",outcome="http_401"`)) {
+		t.Errorf("the metrics do not count the requests, so their search proves nothing:\n%s", scraped)
+	}
 	stop()
 	var s metrics.Summary
 	select {
