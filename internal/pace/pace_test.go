@@ -78,9 +78,11 @@ func TestTimerStops(t *testing.T) {
 // TestTimerOnTimeWhileBusy: with every processor kept busy by a goroutine
 // that yields in a loop, no processor polls the network, and a wait on a
 // timerfd alone would be noticed only by the runtime's monitor, up to
-// 10 ms late. The timer's deadline wakes it as a Go timer does: its
-// median lateness is judged against time.Sleep's, measured under the same
-// load in the same run.
+// 10 ms late. The timer's deadline wakes it as a Go timer does. Each wait
+// on the timer is paired with a time.Sleep just after it, under the same
+// load: the timer's lateness beyond its pair's is judged, and where the
+// machine itself made time.Sleep late (its median over 1 ms) the test
+// says so and does not judge.
 func TestTimerOnTimeWhileBusy(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var stop atomic.Bool
@@ -95,21 +97,24 @@ func TestTimerOnTimeWhileBusy(t *testing.T) {
 	tm := NewTimer()
 	defer tm.Close()
 	const n = 40
-	var timer, sleep []float64
-	for i := range 2 * n {
+	var beyond, sleep []float64
+	for i := range n {
 		due := time.Now().Add(time.Duration(1+i%3) * time.Millisecond)
-		if i%2 == 0 {
-			tm.Until(nil, due)
-			timer = append(timer, ms(time.Since(due)))
-		} else {
-			time.Sleep(time.Until(due))
-			sleep = append(sleep, ms(time.Since(due)))
-		}
+		tm.Until(nil, due)
+		timer := ms(time.Since(due))
+		due = time.Now().Add(time.Duration(1+i%3) * time.Millisecond)
+		time.Sleep(time.Until(due))
+		sl := ms(time.Since(due))
+		beyond = append(beyond, timer-sl)
+		sleep = append(sleep, sl)
 	}
-	slices.Sort(timer)
+	slices.Sort(beyond)
 	slices.Sort(sleep)
-	if tm, sl := timer[n/2], sleep[n/2]; tm > sl+1 {
-		t.Errorf("with the processor busy, the timer woke p50 %.3f ms late, time.Sleep %.3f ms: the timer waited for the network poll", tm, sl)
+	if sleep[n/2] > 1 {
+		t.Skipf("the machine kept this process waiting: time.Sleep woke p50 %.3f ms late, too late to judge the timer against", sleep[n/2])
+	}
+	if b := beyond[n/2]; b > 1 {
+		t.Errorf("with the processor busy, the timer woke p50 %.3f ms later than time.Sleep beside it (p50 %.3f ms late): the timer waited for the network poll", b, sleep[n/2])
 	}
 }
 
