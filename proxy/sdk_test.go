@@ -24,9 +24,11 @@ type sdkAnswer struct {
 	// The last line: how late Node's event loop ran while the requests
 	// streamed (monitorEventLoopDelay), ms.
 	LoopDelayP99Ms *float64 `json:"event_loop_delay_p99_ms"`
+	LoopDelayMaxMs *float64 `json:"event_loop_delay_max_ms"`
 }
 
-// readAnswers reads stream.mjs's answers, and its event loop's delay p99.
+// readAnswers reads stream.mjs's answers, and its event loop's longest
+// delay.
 func readAnswers(t *testing.T, path string) ([]sdkAnswer, float64) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -41,8 +43,8 @@ func readAnswers(t *testing.T, path string) ([]sdkAnswer, float64) {
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if a.LoopDelayP99Ms != nil {
-			delay = *a.LoopDelayP99Ms
+		if a.LoopDelayMaxMs != nil {
+			delay = *a.LoopDelayMaxMs
 			continue
 		}
 		out = append(out, a)
@@ -72,8 +74,8 @@ func TestSDKThroughProxy(t *testing.T) {
 	p, delay := readAnswers(t, proxied)
 	// The SDK's TTFT counts its own event loop's delays on both ends of
 	// the exchange (its write, its read of the first chunk), which the
-	// proxy cannot see: the bound is 1 ms beyond twice the p99 of that
-	// delay, measured in the same run.
+	// proxy cannot see: the bound is 1 ms beyond twice the longest of
+	// those delays, measured in the same run.
 	bound := 1 + 2*delay
 	if len(d) != 8 || len(p) != 8 {
 		t.Fatalf("%d answers direct, %d through the proxy; want 8 each", len(d), len(p))
@@ -117,7 +119,7 @@ func TestSDKThroughProxy(t *testing.T) {
 		diff := *a.TTFTMs - r.Proxy.ClientTTFTMs
 		worst = max(worst, math.Abs(diff))
 		if math.Abs(diff) > bound {
-			t.Errorf("answer %s: the SDK's TTFT %.3f ms, the proxy's client_ttft_ms %.3f: want within %.2f ms (1 ms and twice its event loop's delay p99, %.2f ms)", a.ID, *a.TTFTMs, r.Proxy.ClientTTFTMs, bound, delay)
+			t.Errorf("answer %s: the SDK's TTFT %.3f ms, the proxy's client_ttft_ms %.3f: want within %.2f ms (1 ms and twice its event loop's longest delay, %.2f ms)", a.ID, *a.TTFTMs, r.Proxy.ClientTTFTMs, bound, delay)
 		}
 		if r.OutputTokens != *a.Tokens {
 			t.Errorf("answer %s: the proxy recorded %d output tokens, the server's usage to the SDK says %d", a.ID, r.OutputTokens, *a.Tokens)
@@ -139,5 +141,5 @@ func TestSDKThroughProxy(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("8 answers, the same texts both ways; SDK TTFT against the proxy's client_ttft_ms within %.3f ms (bound %.2f ms: Node's event loop delay p99 %.2f ms); no key in %s", worst, bound, delay, out)
+	t.Logf("8 answers, the same texts both ways; SDK TTFT against the proxy's client_ttft_ms within %.3f ms (bound %.2f ms: Node's event loop delayed up to %.2f ms); no key in %s", worst, bound, delay, out)
 }
