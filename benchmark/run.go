@@ -228,7 +228,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		r.adapter = r.hooks.Adapter(r.adapter)
 	}
 	mc := newClient(p.Client, r.transport, r.http, r.adapter, r.base, r.header, r.secrets, tok)
-	client, runner := mc.API, mc.Runner
+	runner := mc.Runner
 	runner.SLOs = p.SLOs // judged over every record, however many the summary holds
 	if hook := r.hooks.Window; hook != nil {
 		runner.OnWindow = func(idx int, w metrics.Window) { hook(idx, r.current, w) }
@@ -267,18 +267,16 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		}
 		r.current = lv.Load // before the level's goroutines start
 		if r.hooks.Level != nil {
+			runner.Reset() // its watcher reads nothing of the level before
 			defer r.hooks.Level(runner, lv)()
 		}
 		if scrape == nil {
 			return runner.RunLevel(ctx, i, lv, src)
 		}
+		// The warm-up runs on the level's runner (labelled so, counted
+		// nowhere), before the first scrape.
 		return scrape.around(ctx, lv, func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) },
-			func(wl load.Level) {
-				// A runner of its own, so that the level's runner counts no
-				// warm-up; the level's users are spread over its duration.
-				res, _ := (&load.Runner{Client: client, Tokenizer: tok, Timeout: p.Client.Timeout}).RunLevel(ctx, i, wl, load.Warmups(src, lv.Requests))
-				runner.LearnDuration(res.Records)
-			})
+			func() { runner.WarmUp(ctx, i, lv, src) })
 	}
 	annotate := func(lv *metrics.Level) {
 		if !p.Workload.ServerTokenizer && !strings.HasSuffix(tok.Name(), ".json") {

@@ -23,11 +23,9 @@ type serverScrape struct {
 	none   bool // said that the scrapes held no series tokbench reads
 }
 
-func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error), warmup func(load.Level)) (load.Result, error) {
+func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error), warmup func()) (load.Result, error) {
 	if lv.Warmup > 0 {
-		w := lv
-		w.Load, w.Requests, w.Duration, w.Warmup = metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: max(lv.Load.Concurrency, 1)}, lv.Warmup, 0, 0
-		warmup(w)
+		warmup()
 		lv.Warmup = 0
 	}
 	before, err := probe.ScrapeMetrics(ctx, s.client, s.base, s.header)

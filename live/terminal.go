@@ -42,13 +42,16 @@ func every(r *load.Runner, lv load.Level, period time.Duration, tick, last func(
 	wg.Go(func() {
 		t := time.NewTicker(period)
 		defer t.Stop()
-		rate := newRate(&r.Progress)
+		rate, warm := newRate(&r.Progress), r.Progress.Warmup.Load()
 		for {
 			select {
 			case <-done:
 				last(ProgressLine(&r.Progress, lv, rate.tps()))
 				return
 			case <-t.C:
+				if w := r.Progress.Warmup.Load(); w != warm {
+					rate, warm = newRate(&r.Progress), w // the level's rate is not the warm-up's
+				}
 				tick(ProgressLine(&r.Progress, lv, rate.tps()))
 			}
 		}
@@ -82,7 +85,10 @@ func (r *rate) tps() float64 {
 // complete), the TTFT p50 of the latest completed requests, errors by
 // class, the client self-check's state, retries and resends.
 func ProgressLine(p *load.Progress, lv load.Level, streamed float64) string {
-	el := time.Since(time.Unix(0, p.Start.Load())).Seconds()
+	el := 0.0 // before the level's clock starts
+	if start := p.Start.Load(); start > 0 {
+		el = max(time.Since(time.Unix(0, start)).Seconds(), 0)
+	}
 	if p.Warmup.Load() {
 		return fmt.Sprintf("%s warm-up  %.0fs  %.0f tok/s streaming", lv.Load, el, streamed)
 	}

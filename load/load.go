@@ -289,14 +289,10 @@ type Result struct {
 // RunLevel runs one level. idx is recorded in each Record. It returns
 // ErrInterrupted (with what was measured) when ctx was canceled.
 func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (Result, error) {
-	r.Progress.reset()
-	r.Progress.Start.Store(time.Now().UnixNano())
-	if r.Client != nil && r.Client.Chunks == nil {
-		r.Client.Chunks = &r.Progress.Chunks
+	if lv.Warmup > 0 {
+		r.WarmUp(ctx, idx, lv, src)
 	}
-	if lv.Warmup > 0 && ctx.Err() == nil {
-		r.warmUp(ctx, idx, lv, src)
-	}
+	r.Reset()
 	spread := time.Duration(0) // the level's start spread, when the runner chose it
 	if lv.Load.Mode != metrics.ModeRate && lv.RampUp <= 0 && !lv.Lockstep && lv.users() > 1 {
 		lv.RampUp, spread = r.expected, r.expected
@@ -314,10 +310,8 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		acc.Every(lv.SummaryEvery, nil)
 	}
 	keepAtMost := cmp.Or(r.KeepRecords, DefaultKeepRecords)
-	r.Progress.reset()
+	r.Reset() // the level's clock starts after its warm-up and connections
 	r.stamps.reset()
-	r.abort.Store(false)
-	r.stop, r.stopOnce = make(chan struct{}), sync.Once{}
 	r.warnings = nil
 	r.level = lv.Load
 	keep := func(rec metrics.Record) {
@@ -505,6 +499,32 @@ func (lv Level) users() int {
 
 // warmUp runs a level's warm-up requests, unrecorded, at its
 // concurrency, and learns their duration (LearnDuration).
+// Reset clears the runner's Progress and starts its clock, so that what
+// watches it (a progress line started as a level starts) reads nothing of
+// the level before; RunLevel calls it, and so may a caller about to start
+// a level's watchers.
+func (r *Runner) Reset() {
+	r.Progress.reset()
+	r.Progress.Start.Store(time.Now().UnixNano())
+	r.abort.Store(false)
+	r.stop, r.stopOnce = make(chan struct{}), sync.Once{}
+	if r.Client != nil && r.Client.Chunks == nil {
+		r.Client.Chunks = &r.Progress.Chunks
+	}
+}
+
+// WarmUp runs lv's warm-up (lv.Warmup requests, counted nowhere; Progress
+// says Warmup meanwhile) as RunLevel does before the level, for a caller
+// that acts between the two (reads the server's counters): it then gives
+// RunLevel lv with Warmup 0.
+func (r *Runner) WarmUp(ctx context.Context, idx int, lv Level, src Source) {
+	r.Reset()
+	if lv.Warmup > 0 && ctx.Err() == nil {
+		r.warmUp(ctx, idx, lv, src)
+	}
+	r.Progress.Start.Store(time.Now().UnixNano()) // the warm-up's time is not the level's
+}
+
 func (r *Runner) warmUp(ctx context.Context, idx int, lv Level, src Source) {
 	r.Progress.Warmup.Store(true)
 	defer r.Progress.Warmup.Store(false)
