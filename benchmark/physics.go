@@ -25,6 +25,10 @@ type Physics struct {
 	Dense bool
 	// Speculative is true when the server said it decodes speculatively.
 	Speculative bool
+	// Slots is how many sequences the server decodes at once when it said
+	// (llama.cpp's total_slots), 0 when not: past them requests wait, so
+	// a step reads the KV cache of Slots sequences, not of every user.
+	Slots int
 }
 
 // PhysicsInput is what a plan knows of the deployment: the hardware and
@@ -144,6 +148,15 @@ func (in PhysicsInput) FromServer(facts map[string]string, engine string) (ph *P
 	return ph, note, err == nil, err
 }
 
+// setFacts takes what the server said of how it decodes: speculatively,
+// and how many sequences at once.
+func (p *Physics) setFacts(facts map[string]string) {
+	p.Speculative = facts["speculative"] == "true"
+	if n, err := strconv.Atoi(facts["server_slots"]); err == nil && n > 0 {
+		p.Slots = n
+	}
+}
+
 // mbuNote explains an MBU above 100%: more than the hardware can read
 // for one token per weight pass. Where the server or the model gives a
 // reason it is named; otherwise the figure is flagged as impossible for
@@ -216,6 +229,10 @@ func (p *Physics) annotate(lv *metrics.Level, contextTokens int) {
 	}
 	if lv.DecodeTPS.Count > 0 {
 		batch := max(lv.Load.Concurrency, 1)
+		if p.Slots > 0 {
+			batch = min(batch, p.Slots)
+		}
+		ph.Batch = batch
 		ph.MBU = p.Deployment.AchievedMBU(lv.DecodeTPS.P50, batch, contextTokens)
 		if ceil.DecodeTPSCeiling > 0 {
 			ph.CeilingFraction = lv.DecodeTPS.P50 / ceil.DecodeTPSCeiling

@@ -175,7 +175,7 @@ func (r *run) serverPhysics(ctx context.Context) error {
 	in := r.p.PhysicsIn
 	if r.physics != nil || in == nil {
 		if r.physics != nil && r.detected != nil {
-			r.physics.Speculative = r.detected.Facts["speculative"] == "true"
+			r.physics.setFacts(r.detected.Facts)
 		}
 		return nil
 	}
@@ -208,7 +208,7 @@ func (r *run) serverPhysics(ctx context.Context) error {
 		r.notes = append(r.notes, note)
 	}
 	if r.detected != nil {
-		ph.Speculative = r.detected.Facts["speculative"] == "true"
+		ph.setFacts(r.detected.Facts)
 	}
 	r.physics = ph
 	return nil

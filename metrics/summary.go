@@ -213,8 +213,11 @@ type Physics struct {
 	// bytes per token.
 	DecodeTPSCeiling float64 `json:"decode_tps_ceiling"`
 	// MBU is the bandwidth utilisation implied by the level's decode TPS
-	// p50 with Concurrency streams decoding together.
-	MBU float64 `json:"mbu"`
+	// p50 with Batch streams decoding together: the level's concurrency,
+	// or the server's slots when it has fewer (the rest wait, reading
+	// nothing).
+	MBU   float64 `json:"mbu"`
+	Batch int     `json:"batch,omitempty"`
 	// CeilingFraction is decode TPS p50 over the single-stream ceiling.
 	CeilingFraction float64 `json:"ceiling_fraction"`
 	// WeightBytes are read once per decode step, KVBytesPerToken per token

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/fakellama"
+	"github.com/tokbench/tokbench/results"
+)
+
+// tinyGGUF writes a one-layer F16 Llama GGUF (dim 512) and returns its path.
+func tinyGGUF(t *testing.T) string {
+	t.Helper()
+	const dim = 512
+	layer := map[string][]uint64{
+		"blk.0.attn_q.weight": {dim, dim}, "blk.0.attn_k.weight": {dim, dim / 4}, "blk.0.attn_v.weight": {dim, dim / 4},
+		"blk.0.attn_output.weight": {dim, dim}, "blk.0.ffn_gate.weight": {dim, 2 * dim}, "blk.0.ffn_up.weight": {dim, 2 * dim},
+		"blk.0.ffn_down.weight": {2 * dim, dim}, "token_embd.weight": {dim, 1000}, "output.weight": {dim, 1000},
+	}
+	return writeGGUF(t, map[string]uint32{
+		"llama.block_count": 1, "llama.embedding_length": dim, "llama.attention.head_count": dim / 64,
+		"llama.attention.head_count_kv": dim / 256, "llama.feed_forward_length": 2 * dim, "llama.context_length": 8192,
+	}, "llama", layer, 1)
+}
+
+// TestMBUCountsServerSlots: on a llama-server of 4 slots, c=8 decodes 4
+// sequences a step as c=4 does (the other 4 wait), so its MBU counts the
+// KV reads of 4, not 8: MBU over decode p50 is the same at both levels,
+// the bytes of a 4-sequence step over the peak bandwidth.
+func TestMBUCountsServerSlots(t *testing.T) {
+	srv := fakellama.New(fakellama.Config{Slots: 4, Step: 5 * time.Millisecond, ModelPath: tinyGGUF(t)})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--api", "auto", "--hardware", "h100-sxm",
+		"--concurrency", "4,8", "--requests", "8", "--output-tokens", "32", "--quiet", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Levels) != 2 {
+		t.Fatalf("%d levels, want 2", len(s.Levels))
+	}
+	for _, lv := range s.Levels {
+		ph := lv.Physics
+		if ph == nil || ph.KVBytesPerToken <= 0 || lv.DecodeTPS.Count == 0 {
+			t.Fatalf("%s: physics %+v, %d decode figures; want the GGUF's, with KV bytes", lv.Load, ph, lv.DecodeTPS.Count)
+		}
+		if ph.Batch != 4 {
+			t.Errorf("%s: MBU batch %d, want the server's 4 slots", lv.Load, ph.Batch)
+		}
+		step := ph.WeightBytes + 4*float64(ph.ContextTokens)*ph.KVBytesPerToken
+		want := step * lv.DecodeTPS.P50 / ph.BandwidthBytesPerSec
+		if math.Abs(ph.MBU-want) > 1e-9*want {
+			t.Errorf("%s: MBU %.6g, want %.6g: %s bytes a step of 4 sequences × decode p50 %.4g tok/s over %.4g B/s",
+				lv.Load, ph.MBU, want, fmt.Sprint(step), lv.DecodeTPS.P50, ph.BandwidthBytesPerSec)
+		}
+	}
+}
