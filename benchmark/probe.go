@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tokbench/tokbench/api"
@@ -212,4 +213,14 @@ func (r *run) serverPhysics(ctx context.Context) error {
 	}
 	r.physics = ph
 	return nil
+}
+
+// serverSlots is how many sequences the server said it runs at once
+// (llama.cpp's total_slots), 0 when it did not.
+func (r *run) serverSlots() int {
+	if r.detected == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(r.detected.Facts["server_slots"])
+	return max(n, 0)
 }

@@ -288,6 +288,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		if scrape != nil {
 			scrape.annotate(lv)
 		}
+		lv.NameQueue(r.serverSlots())
 	}
 	var err error
 	if !waitUntil(ctx, p.StartAt) {

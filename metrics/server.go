@@ -25,24 +25,75 @@ type ServerGap struct {
 	// HTTP framing and client); QueueMs each request's gap beyond it.
 	NetworkMs float64 `json:"network_ms"`
 	QueueMs   *Stats  `json:"server_queue_ms,omitempty"`
+	// StepMs is the level's TPOT p50, one step of the server's loop: a
+	// request that arrives mid-step waits up to a step for the loop to
+	// take it, so a queue no longer than that is the level's noise.
+	StepMs float64 `json:"step_ms,omitempty"`
+	// Slots are the sequences the server runs at once when it said
+	// (llama.cpp's total_slots); QueueCause is what the server's figures
+	// show the queue was (a QueueCause constant), empty when the queue is
+	// within the noise or was not named.
+	Slots      int    `json:"server_slots,omitempty"`
+	QueueCause string `json:"queue_cause,omitempty"`
 }
+
+// What a server queue was, as far as the server's figures show.
+const (
+	// QueueSlotsFull: more requests than the server has slots; the rest
+	// wait for one.
+	QueueSlotsFull = "slots_full"
+	// QueueOthersPrefill: every request had a slot, so the wait was the
+	// server's loop busy with other requests' prefill in the same batch.
+	QueueOthersPrefill = "others_prefill"
+	// QueueSlotsOrPrefill: several requests at once on a server that did
+	// not say its slots: either.
+	QueueSlotsOrPrefill = "slots_or_prefill"
+	// QueueUnexplained: one request at a time, nothing to wait for.
+	QueueUnexplained = "unexplained"
+)
 
 // queueMs is the share of a gap's p50 that is server queue, by the rule
 // that a queue shows when requests' gaps exceed the level's smallest by
-// more than a millisecond and more than that smallest gap itself.
+// more than the level's noise: a millisecond, that smallest gap itself,
+// and one step of the server's loop.
 func (g *ServerGap) queueMs() float64 {
 	if g == nil || g.QueueMs == nil {
 		return 0
 	}
-	if q := g.QueueMs.P50; q > 1 && q > g.NetworkMs {
+	if q := g.QueueMs.P50; q > 1 && q > g.NetworkMs && q > g.StepMs {
 		return q
 	}
 	return 0
 }
 
-// QueueDominates reports whether the level's TTFT gap is mostly the time
-// requests waited inside the server for a free slot.
+// QueueDominates reports whether the level's TTFT gap is mostly time
+// requests waited inside the server before their prefill.
 func (g *ServerGap) QueueDominates() bool { return g.queueMs() > 0 }
+
+// NameQueue sets what the level's server queue was from the server's
+// slots (0: not said) and the level's load: nothing when the queue is
+// within the noise.
+func (lv *Level) NameQueue(slots int) {
+	g := lv.ClientMinusServer
+	if g == nil {
+		return
+	}
+	g.Slots, g.QueueCause = slots, ""
+	if !g.QueueDominates() {
+		return
+	}
+	c := lv.Load.Concurrency // 0 for an open-loop level: unknown
+	switch {
+	case c == 1:
+		g.QueueCause = QueueUnexplained
+	case slots > 0 && c > slots:
+		g.QueueCause = QueueSlotsFull
+	case slots > 0 && c > 0:
+		g.QueueCause = QueueOthersPrefill
+	default:
+		g.QueueCause = QueueSlotsOrPrefill
+	}
+}
 
 // serverAcc gathers the level's server-reported statistics and the
 // client-minus-server gaps, request by request.
@@ -103,6 +154,7 @@ func (a *serverAcc) apply(lv *Level) {
 			g.QueueMs = &q
 		}
 	}
+	g.StepMs = lv.TPOT.P50
 	lv.ClientMinusServer = g
 	if a.loads > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(

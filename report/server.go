@@ -29,8 +29,8 @@ func serverNote(lv metrics.Level) string {
 	}
 	if s := g.TTFTMs; s != nil {
 		if g.QueueDominates() {
-			gap = append(gap, fmt.Sprintf("TTFT %s ms: server queue %s ms (waiting for a free slot: the server's prefill time leaves it out) and network, proxy, client %s ms (the level's smallest difference)",
-				signed(s.P50), signed(g.QueueMs.P50), signed(g.NetworkMs)))
+			gap = append(gap, fmt.Sprintf("TTFT %s ms: server queue %s ms (%s; the server's prefill time leaves it out) and network, proxy, client %s ms (the level's smallest difference)",
+				signed(s.P50), signed(g.QueueMs.P50), queueCause(lv), signed(g.NetworkMs)))
 		} else {
 			gap = append(gap, fmt.Sprintf("TTFT %s ms (network, proxy, client)", signed(s.P50)))
 		}
@@ -56,4 +56,21 @@ func signed(v float64) string {
 		return fmt.Sprintf("%+.1f", v)
 	}
 	return fmt.Sprintf("%+.2f", v)
+}
+
+// queueCause says what the level's server queue was, as far as the
+// server's figures show.
+func queueCause(lv metrics.Level) string {
+	g := lv.ClientMinusServer
+	switch g.QueueCause {
+	case metrics.QueueSlotsFull:
+		return fmt.Sprintf("slots full: %d users on the server's %d slots, the rest waiting for one", lv.Load.Concurrency, g.Slots)
+	case metrics.QueueOthersPrefill:
+		return fmt.Sprintf("the server busy with other requests' prefill in the same batch: %d users fit its %d slots, so none waited for a slot", lv.Load.Concurrency, g.Slots)
+	case metrics.QueueSlotsOrPrefill:
+		return "waiting for a free slot or for other requests' prefill: the server did not say its slots"
+	case metrics.QueueUnexplained:
+		return "unexplained by the server's figures: one user at a time, with nothing to wait for"
+	}
+	return "waiting inside the server: for a free slot or for other requests' prefill"
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,29 +31,50 @@ func TestServerNote(t *testing.T) {
 // that the server's queue, not the network, and the decode gap compares
 // like with like (the server's 9 tokens over 80 ms counted as 8).
 func TestServerNoteQueue(t *testing.T) {
-	var recs []metrics.Record
-	for _, ttft := range []float64{40, 540, 1040, 1540} {
-		var chunks []float64
-		for k := range 9 {
-			chunks = append(chunks, ttft+10*float64(k))
+	level := func(c int, ttfts ...float64) metrics.Level {
+		var recs []metrics.Record
+		for _, ttft := range ttfts {
+			var chunks []float64
+			for k := range 9 {
+				chunks = append(chunks, ttft+10*float64(k))
+			}
+			recs = append(recs, metrics.Record{
+				OK: true, TTFTMs: ttft, E2EMs: ttft + 80, OutputTokens: 9, ChunkMs: chunks, ChunkTokens: []int{1, 1, 1, 1, 1, 1, 1, 1, 1},
+				Server: &metrics.ServerTiming{LoadMs: 5, PromptMs: 25, PredictedMs: 80, DecodeTPS: 112.5, PredictedTokens: 9},
+			})
 		}
-		recs = append(recs, metrics.Record{
-			OK: true, TTFTMs: ttft, E2EMs: ttft + 80, OutputTokens: 9, ChunkMs: chunks, ChunkTokens: []int{1, 1, 1, 1, 1, 1, 1, 1, 1},
-			Server: &metrics.ServerTiming{LoadMs: 5, PromptMs: 25, PredictedMs: 80, DecodeTPS: 112.5, PredictedTokens: 9},
-		})
+		return metrics.Summarize(metrics.Load{Mode: "concurrency", Concurrency: c}, recs, 1)
 	}
-	lv := metrics.Summarize(metrics.Load{Mode: "concurrency", Concurrency: 4}, recs, 1)
-	var b strings.Builder
-	if err := Table(&b, metrics.Summary{Levels: []metrics.Level{lv}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"decode p50 112.5 tok/s (100 counted as tokbench counts: the tokens after the first)",
-		"TTFT +760 ms: server queue +750 ms (waiting for a free slot: the server's prefill time leaves it out) and network, proxy, client +10.0 ms (the level's smallest difference)",
-		"decode +0.00 tok/s",
+	queue := "TTFT +760 ms: server queue +750 ms (%s; the server's prefill time leaves it out) and network, proxy, client +10.0 ms (the level's smallest difference)"
+	for _, c := range []struct {
+		name  string
+		lv    metrics.Level
+		slots int
+		want  string
+		lacks string
+	}{
+		{"slots full", level(4, 40, 540, 1040, 1540), 2, fmt.Sprintf(queue, "slots full: 4 users on the server's 2 slots, the rest waiting for one"), "other requests' prefill"},
+		{"others' prefill", level(4, 40, 540, 1040, 1540), 4, fmt.Sprintf(queue, "the server busy with other requests' prefill in the same batch: 4 users fit its 4 slots, so none waited for a slot"), "slots full"},
+		{"slots not said", level(4, 40, 540, 1040, 1540), 0, fmt.Sprintf(queue, "waiting for a free slot or for other requests' prefill: the server did not say its slots"), "slots full"},
+		{"one user", level(1, 40, 540, 1040, 1540), 4, fmt.Sprintf(queue, "unexplained by the server's figures: one user at a time, with nothing to wait for"), "free slot"},
+		// 3 ms beyond the smallest gap, under one 10 ms step of the loop:
+		// the step's granularity, not a queue, and given no cause.
+		{"within a step", level(1, 31, 34, 34, 34), 4, "TTFT +4.00 ms (network, proxy, client)", "server queue"},
 	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("table lacks %q\n%s", want, b.String())
-		}
+		t.Run(c.name, func(t *testing.T) {
+			c.lv.NameQueue(c.slots)
+			var b strings.Builder
+			if err := Table(&b, metrics.Summary{Levels: []metrics.Level{c.lv}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{c.want, "decode +0.00 tok/s", "decode p50 112.5 tok/s (100 counted as tokbench counts: the tokens after the first)"} {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("table lacks %q\n%s", want, b.String())
+				}
+			}
+			if note := serverNote(c.lv); strings.Contains(note, c.lacks) {
+				t.Errorf("server note says %q: %s", c.lacks, note)
+			}
+		})
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tokbench/tokbench/internal/fakellama"
+	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/results"
 )
 
@@ -61,5 +63,47 @@ func TestMBUCountsServerSlots(t *testing.T) {
 			t.Errorf("%s: MBU %.6g, want %.6g: %s bytes a step of 4 sequences × decode p50 %.4g tok/s over %.4g B/s",
 				lv.Load, ph.MBU, want, fmt.Sprint(step), lv.DecodeTPS.P50, ph.BandwidthBytesPerSec)
 		}
+	}
+}
+
+// TestQueueNamedByServerFigures: on a llama-server of 4 slots whose loop
+// takes 1 ms a prompt token into a step, the server queue is named by
+// what its figures show: one user finds the loop idle (no queue, no
+// cause); 4 users fit the 4 slots, so their wait is the loop busy with
+// the others' prefill; 8 users find the slots full.
+func TestQueueNamedByServerFigures(t *testing.T) {
+	srv := fakellama.New(fakellama.Config{Slots: 4, Step: 5 * time.Millisecond, PrefillPerToken: time.Millisecond})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--api", "auto",
+		"--concurrency", "1,4,8", "--requests", "16", "--input-tokens", "64", "--output-tokens", "16", "--quiet", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Levels) != 3 {
+		t.Fatalf("%d levels, want 3", len(s.Levels))
+	}
+	for i, want := range []string{"", metrics.QueueOthersPrefill, metrics.QueueSlotsFull} {
+		lv := s.Levels[i]
+		g := lv.ClientMinusServer
+		if g == nil || g.QueueMs == nil {
+			t.Fatalf("%s: no client − server gap: %+v", lv.Load, g)
+		}
+		if g.QueueCause != want || g.Slots != 4 {
+			t.Errorf("%s: queue p50 %.1f ms (step %.1f ms, network %.2f ms) named %q on %d slots, want %q on 4",
+				lv.Load, g.QueueMs.P50, g.StepMs, g.NetworkMs, g.QueueCause, g.Slots, want)
+		}
+	}
+	for _, want := range []string{"slots full: 8 users on the server's 4 slots", "other requests' prefill in the same batch: 4 users fit its 4 slots"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "c=1: server-reported") && strings.Contains(stdout, "free slot") {
+		t.Errorf("output gives a free slot as a cause:\n%s", stdout)
 	}
 }
