@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -223,4 +224,28 @@ func (r *run) serverSlots() int {
 	}
 	n, _ := strconv.Atoi(r.detected.Facts["server_slots"])
 	return max(n, 0)
+}
+
+// checkModel warns when --model is not among the models the probe found
+// listed, and records the served one when the server lists only one.
+func (r *run) checkModel() {
+	d := r.detected
+	if d == nil || r.model == "" || len(d.Models) == 0 || slices.Contains(d.Models, r.model) {
+		return
+	}
+	listed := fmt.Sprintf("%q", d.Models[0])
+	if len(d.Models) > 1 {
+		listed = fmt.Sprintf("%d models (%q, …)", len(d.Models), d.Models[0])
+	}
+	note := fmt.Sprintf("--model %q: the server does not list it; it lists %s", r.model, listed)
+	if len(d.Models) == 1 {
+		r.target.ServedModel = d.Models[0]
+		if d.Engine == "llama.cpp" {
+			note += fmt.Sprintf(" and answers any name with it, so the run measured %q (recorded as served_model)", d.Models[0])
+		} else {
+			note += fmt.Sprintf(": requests may fail, or be answered by %q (recorded as served_model)", d.Models[0])
+		}
+	}
+	r.notes = append(r.notes, note)
+	r.notice("%s", note)
 }

@@ -156,6 +156,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if err := r.detect(ctx); err != nil {
 		return err
 	}
+	r.checkModel()
 	if p.IgnoreEOS && !api.SendsIgnoreEOS(r.adapter) {
 		note := fmt.Sprintf("--ignore-eos: the %s API has no way to generate past the end of sequence, so it is not sent; outputs may end before --output-tokens", r.adapter.Name())
 		r.notes = append(r.notes, note)

@@ -256,6 +256,18 @@ type Target struct {
 	API       string `json:"api"`
 	Model     string `json:"model"`
 	Simulated bool   `json:"simulated"`
+	// ServedModel is the model the server lists when it lists one and
+	// Model is not it (llama.cpp answers any name with its one model).
+	ServedModel string `json:"served_model,omitempty"`
+}
+
+// ModelDesc is the model as a report names it: Model, and the served
+// one beside it when they differ.
+func (t Target) ModelDesc() string {
+	if t.ServedModel != "" && t.ServedModel != t.Model {
+		return fmt.Sprintf("%s (served: %s)", t.Model, t.ServedModel)
+	}
+	return t.Model
 }
 
 // NotCountedByModel says the level's prompts were counted with a tokenizer

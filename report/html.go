@@ -286,7 +286,7 @@ func valueIf(v float64, count int) float64 {
 
 func metaRows(run *results.Run, s metrics.Summary) [][2]string {
 	t := s.Target
-	rows := [][2]string{{"target", t.URL}, {"api", t.API}, {"model", t.Model}, {"simulated", fmt.Sprint(t.Simulated)}}
+	rows := [][2]string{{"target", t.URL}, {"api", t.API}, {"model", t.ModelDesc()}, {"simulated", fmt.Sprint(t.Simulated)}}
 	if run == nil {
 		return append(rows, [2]string{"run.json", "missing"})
 	}

@@ -19,7 +19,7 @@ func Markdown(w io.Writer, s metrics.Summary) error {
 	if t.Simulated {
 		sim = " (simulated)"
 	}
-	fmt.Fprintf(&b, "### tokbench: %s%s\n\n", mdEscape(t.Model), sim)
+	fmt.Fprintf(&b, "### tokbench: %s%s\n\n", mdEscape(t.ModelDesc()), sim)
 	fmt.Fprintf(&b, "`%s` · api `%s`\n\n", t.URL, t.API)
 	if s.Interrupted {
 		b.WriteString("> **Interrupted:** the last level is partial.\n\n")

@@ -34,7 +34,7 @@ func Table(w io.Writer, s metrics.Summary) error {
 	if t.Simulated {
 		sim = " (simulated)"
 	}
-	fmt.Fprintf(w, "target %s%s  api %s  model %s\n", t.URL, sim, t.API, t.Model)
+	fmt.Fprintf(w, "target %s%s  api %s  model %s\n", t.URL, sim, t.API, t.ModelDesc())
 	if s.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: the last level is partial")
 	}

@@ -107,3 +107,35 @@ func TestQueueNamedByServerFigures(t *testing.T) {
 		t.Errorf("output gives a free slot as a cause:\n%s", stdout)
 	}
 }
+
+// TestModelNotServedWarns: llama-server answers any model name with its
+// one model, so --model naming another is measured in silence unless
+// bench says so: it warns, and records the model the server lists.
+func TestModelNotServedWarns(t *testing.T) {
+	srv := fakellama.New(fakellama.Config{Slots: 2, Step: time.Millisecond})
+	defer srv.Close()
+	for _, c := range []struct {
+		model, served string
+	}{{"wrong", "model/rand-1024x8.gguf"}, {"model/rand-1024x8.gguf", ""}} {
+		t.Run(c.model, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--api", "auto", "--model", c.model,
+				"--concurrency", "1", "--requests", "2", "--output-tokens", "4", "--quiet", "--out", dir)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			s, err := results.ReadSummary(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(stderr, `--model "wrong": the server does not list it; it lists "model/rand-1024x8.gguf" and answers any name with it`)
+			if s.Target.Model != c.model || s.Target.ServedModel != c.served || warned != (c.served != "") {
+				t.Errorf("target model %q served %q, warned %v; want %q served %q, warned %v\n%s",
+					s.Target.Model, s.Target.ServedModel, warned, c.model, c.served, c.served != "", stderr)
+			}
+			if c.served != "" && !strings.Contains(stdout, "model wrong (served: model/rand-1024x8.gguf)") {
+				t.Errorf("table does not name the served model:\n%s", stdout)
+			}
+		})
+	}
+}
