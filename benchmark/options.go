@@ -439,7 +439,7 @@ func (o *options) plannedWorkload(promptSeed uint64) Workload {
 	wl := Workload{
 		Inputs: o.inputs, Output: o.output, Rows: o.rows,
 		PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups, MinTokens: o.MinTokens,
-		Tokenizer: o.tok, ServerTokenizer: o.serverTok, PromptSeed: promptSeed,
+		Tokenizer: o.tok, ServerTokenizer: o.serverTok, PromptSeed: promptSeed, Chat: o.Workload == "chat",
 		// The first length stands for the run where one number is needed
 		// (run.json, the physics context).
 		InputTokens: int(o.inputs[0].Mean), OutputTokens: int(o.output.Mean),

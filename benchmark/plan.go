@@ -128,7 +128,11 @@ type Workload struct {
 	Tokenizer    tokenize.Tokenizer
 	// ServerTokenizer counts prompts with the engine's own /tokenize.
 	ServerTokenizer bool
-	PromptSeed      uint64
+	// Chat says the levels' chains are conversations (--workload chat),
+	// not agent chains: the words their figures are given in, and a
+	// prompt cache that serves each turn's history is expected.
+	Chat       bool
+	PromptSeed uint64
 	// InputTokens and OutputTokens stand for the run where one number is
 	// needed (the physics context).
 	InputTokens, OutputTokens int

@@ -290,6 +290,9 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 			scrape.annotate(lv)
 		}
 		lv.NameQueue(r.serverSlots())
+		if p.Workload.Chat {
+			lv.Conversations()
+		}
 	}
 	var err error
 	if !waitUntil(ctx, p.StartAt) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // PromptCache is how much of a level's prompts the server served from its
@@ -31,6 +32,11 @@ func (c *PromptCache) Hits() int {
 	}
 	return c.HitRequests + c.LikelyHits
 }
+
+// templateTokens: a cache hit of at most this many tokens is the opening
+// every prompt shares (BOS, a chat template's system turn), however
+// short the prompt.
+const templateTokens = 16
 
 // hitShare: a request counts as served from the cache when the cache held
 // at least this share of its prompt. Servers that keep the longest common
@@ -60,7 +66,7 @@ func (a *cacheAcc) add(r *Record) {
 		c.Reported++
 		c.PromptTokens += r.InputTokens
 		c.CachedTokens += r.CachedTokens
-		if r.CachedTokens > 0 && float64(r.CachedTokens) >= hitShare*float64(r.InputTokens) {
+		if r.CachedTokens > templateTokens && float64(r.CachedTokens) >= hitShare*float64(r.InputTokens) {
 			c.HitRequests++
 		}
 		return
@@ -120,12 +126,40 @@ func (a *cacheAcc) apply(lv *Level) {
 	lv.PromptCache = c
 	switch {
 	case c.HitRequests > 0:
-		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
-			"prompt cache: the server served %d of %d requests partly from its prompt cache (%d of %d prompt tokens, %.0f%%): their TTFT skips that prefill",
+		lv.Warnings = append(lv.Warnings, cacheHitNote+fmt.Sprintf(
+			"the server served %d of %d requests partly from its prompt cache (%d of %d prompt tokens, %.0f%%): their TTFT skips that prefill",
 			c.HitRequests, c.Reported, c.CachedTokens, c.PromptTokens, 100*c.TokenShare))
 	case c.LikelyHits > 0:
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
-			"prompt cache: %d requests prefilled over %d× faster per token than the level's median, by the server's own timing: likely served from its prompt cache, their TTFT skipping that prefill",
+			cacheHitNote+"%d requests prefilled over %d× faster per token than the level's median, by the server's own timing: likely served from its prompt cache, their TTFT skipping that prefill",
+			c.LikelyHits, likelyHitFactor))
+	}
+}
+
+// cacheHitNote starts the warning of a level served from the prompt cache.
+const cacheHitNote = "prompt cache: "
+
+// ChainConversation is Level.ChainKind for a chat's conversations.
+const ChainConversation = "conversation"
+
+// Conversations marks the level's chains as a chat's conversations. Every
+// turn after the first resends the conversation's history, which a
+// server's prompt cache is expected to serve: what the cache served is
+// then a note to read TTFT by, not a warning.
+func (lv *Level) Conversations() {
+	lv.ChainKind = ChainConversation
+	c := lv.PromptCache
+	if c == nil || c.Hits() == 0 {
+		return
+	}
+	lv.Warnings = slices.DeleteFunc(lv.Warnings, func(w string) bool { return strings.HasPrefix(w, cacheHitNote) })
+	if c.HitRequests > 0 {
+		lv.Notes = append(lv.Notes, fmt.Sprintf(
+			"prompt cache: as expected of a chat, whose turns resend their conversation's history, the server served %d of %d requests partly from its prompt cache (%d of %d prompt tokens, %.0f%%): their TTFT skips that prefill",
+			c.HitRequests, c.Reported, c.CachedTokens, c.PromptTokens, 100*c.TokenShare))
+	} else {
+		lv.Notes = append(lv.Notes, fmt.Sprintf(
+			"prompt cache: as expected of a chat, whose turns resend their conversation's history, %d requests prefilled over %d× faster per token than the level's median, by the server's own timing: served from its prompt cache",
 			c.LikelyHits, likelyHitFactor))
 	}
 }

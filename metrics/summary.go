@@ -160,6 +160,12 @@ type Level struct {
 	// ChainMs is the wall-clock of complete agent chains, first call's t0 to
 	// the last call's end, think time included.
 	ChainMs *Stats `json:"chain_ms,omitempty"`
+	// ChainKind is ChainConversation when the chains are a chat's
+	// conversations, empty for agent chains.
+	ChainKind string `json:"chain_kind,omitempty"`
+	// Notes are what the report says of the level beside its figures:
+	// facts to read them by, not warnings.
+	Notes []string `json:"notes,omitempty"`
 	// Turns are a conversation level's figures turn by turn (an agent
 	// chain's step by step): a chat's prompt grows with every turn, and
 	// turn 1 against turn N is what its users feel.

@@ -164,6 +164,9 @@ func WriteHTML(w io.Writer, p Page) error {
 		if n := lv.Connections.Note(); n != "" {
 			d.Server = append(d.Server, fmt.Sprintf("%s: %s", lv.Load, n))
 		}
+		for _, n := range lv.Notes {
+			d.Server = append(d.Server, fmt.Sprintf("%s: %s", lv.Load, n))
+		}
 	}
 	d.Notes = append(d.Notes, p.Warnings...)
 	d.Notes = append(d.Notes, s.Warnings...)
@@ -442,13 +445,17 @@ func useRows(levels []metrics.Level) []useRow {
 	if err != nil {
 		return nil
 	}
+	chain := "agent chain"
+	if planned[0].ChainKind == metrics.ChainConversation {
+		chain = "conversation"
+	}
 	var rows []useRow
 	for _, u := range a.Uses {
 		st := u.Endpoints[0]
 		why := st.Statement
 		if st.Meets && st.Level != nil {
-			why = fmt.Sprintf("up to %g %s; at %s: TTFT p95 %s ms, decode p50 %s tok/s, agent chain %s s", st.UpTo, st.LoadUnit,
-				st.Level.Load, metrics.Figure(st.Level.TTFTP95Ms), metrics.Figure(st.Level.DecodeTPSP50), metrics.Figure(st.Level.AgentChainS))
+			why = fmt.Sprintf("up to %g %s; at %s: TTFT p95 %s ms, decode p50 %s tok/s, %s %s s", st.UpTo, st.LoadUnit,
+				st.Level.Load, metrics.Figure(st.Level.TTFTP95Ms), metrics.Figure(st.Level.DecodeTPSP50), chain, metrics.Figure(st.Level.AgentChainS))
 		}
 		if u.Note != "" {
 			why += " (" + u.Note + ")"

@@ -99,7 +99,14 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
 		}
 		if c := lv.ChainMs; c != nil {
-			notes = append(notes, fmt.Sprintf("%s: agent chain wall-clock p50 %.4g s, p95 %.4g s over %d chains", lv.Load, c.P50/1000, c.P95/1000, c.Count))
+			what, many := "agent chain", "chains"
+			if lv.ChainKind == metrics.ChainConversation {
+				what, many = "conversation", "conversations"
+			}
+			notes = append(notes, fmt.Sprintf("%s: %s wall-clock p50 %s s, p95 %s s over %d %s", lv.Load, what, metrics.Figure(c.P50/1000), metrics.Figure(c.P95/1000), c.Count, many))
+		}
+		for _, n := range lv.Notes {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
 		}
 		if n := TurnsNote(lv.Turns); n != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))

@@ -139,3 +139,67 @@ func TestModelNotServedWarns(t *testing.T) {
 		})
 	}
 }
+
+// TestChatOnLlamaCpp: a chat run against a llama-server whose prompt
+// cache serves what a prompt shares with an earlier one, and whose chat
+// template opens every prompt with the same 10 tokens. The chat's figures
+// are given as conversations, not agent chains; the cache serving each
+// turn's history is a note (expected of a chat), not a warning; and a
+// synthetic run, whose prompts share only the template's opening, is not
+// said to be served from the cache.
+func TestChatOnLlamaCpp(t *testing.T) {
+	srv := fakellama.New(fakellama.Config{Slots: 4, Step: time.Millisecond, TemplateTokens: 10, PromptCache: true})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "chat")
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--api", "auto", "--workload", "chat", "--turns", "3",
+		"--concurrency", "2", "--requests", "2", "--input-tokens", "64", "--output-tokens", "8", "--quiet", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Levels) != 1 {
+		t.Fatalf("%d levels, want 1", len(s.Levels))
+	}
+	lv := s.Levels[0]
+	if lv.Requests.Completed != 6 || lv.ChainKind != "conversation" || lv.ChainMs == nil || lv.ChainMs.Count != 2 {
+		t.Fatalf("completed %d, chain kind %q, chains %+v; want 6 requests in 2 conversations", lv.Requests.Completed, lv.ChainKind, lv.ChainMs)
+	}
+	if c := lv.PromptCache; c == nil || c.HitRequests < 4 {
+		t.Errorf("prompt cache %+v: want the 4 later turns served partly from it", c)
+	}
+	for _, w := range append(lv.Warnings, s.Warnings...) {
+		if strings.Contains(w, "prompt cache") {
+			t.Errorf("warning %q: a chat's history served from the cache is expected", w)
+		}
+	}
+	if len(lv.Notes) != 1 || !strings.Contains(lv.Notes[0], "as expected of a chat") {
+		t.Errorf("notes %q, want one saying the cache served the history as expected", lv.Notes)
+	}
+	for _, want := range []string{"conversation wall-clock p50", "over 2 conversations", "as expected of a chat"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "agent") {
+		t.Errorf("a chat's output speaks of agents:\n%s", stdout)
+	}
+
+	dir = filepath.Join(t.TempDir(), "synthetic")
+	code, stdout, stderr = runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--api", "auto",
+		"--concurrency", "2", "--requests", "4", "--input-tokens", "64", "--output-tokens", "8", "--quiet", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if s, err = results.ReadSummary(dir); err != nil || len(s.Levels) != 1 {
+		t.Fatalf("summary %v, %d levels", err, len(s.Levels))
+	}
+	if c := s.Levels[0].PromptCache; c == nil || c.CachedTokens < 10*4 || c.HitRequests != 0 {
+		t.Errorf("prompt cache %+v: want the template's 10 tokens reused by each request, and no hit", c)
+	}
+	if strings.Contains(stdout, "prompt cache") {
+		t.Errorf("a 10-token template shared by every prompt is called a cache hit:\n%s", stdout)
+	}
+}

@@ -28,7 +28,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
 	fl.StringVar(&o.Arrival, "arrival", o.Arrival, "open-loop arrivals: constant, poisson, gamma")
 	fl.Float64Var(&o.Burstiness, "burstiness", o.Burstiness, "gamma arrivals: shape (below 1 burstier than Poisson, above 1 smoother)")
 	fl.IntVar(&o.MaxConcurrency, "max-concurrency", o.MaxConcurrency, "open loop: cap on requests in flight; late sends count as client queue time (0: no cap)")
-	fl.IntVar(&o.Requests, "requests", o.Requests, "requests per level (default max(4×concurrency, 16); with --duration, a cap)")
+	fl.IntVar(&o.Requests, "requests", o.Requests, "requests per level (default max(4×concurrency, 16); with --duration, a cap); with --workload agent or chat, the chains or conversations per level, each of --steps or --turns requests")
 	fl.DurationVar(&o.Duration, "duration", o.Duration, "run each level this long instead of a request count, e.g. 60s")
 	fl.IntVar(&o.Warmup, "warmup", o.Warmup, "unrecorded warm-up requests before each level")
 	fl.StringVar(&o.Trace, "trace", o.Trace, "replay a production trace: each request at its recorded instant (open loop) with its input and output lengths exact; Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids), Azure CSV (TIMESTAMP, ContextTokens, GeneratedTokens) or JSONL (t s, input_tokens, output_tokens, prompt or messages, session)")

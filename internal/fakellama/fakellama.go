@@ -40,6 +40,14 @@ type Config struct {
 	Tokens          int           // output tokens of an answer (0: the request's max_tokens, else 16)
 	ModelPath       string        // the GGUF file /props and /v1/models name
 	NCtx            int           // n_ctx per slot (default 4096)
+	// TemplateTokens are the chat template's tokens, the same opening of
+	// every prompt (counted in prompt_tokens).
+	TemplateTokens int
+	// PromptCache serves the longest prefix a prompt shares with an
+	// earlier one from the cache, as llama.cpp's slots keep their last
+	// prompt: those tokens are not prefilled, and timings say so
+	// (prompt_n the tokens evaluated, cache_n those reused).
+	PromptCache bool
 }
 
 // Server is a running fake on loopback.
@@ -58,12 +66,14 @@ type Server struct {
 	promptSec, predictedSec float64
 	decodes, busySum        int
 	requests                int
-	models                  []string // the model each generation request named
+	models                  []string   // the model each generation request named
+	prompts                 [][]string // earlier prompts, for the prompt cache
 }
 
 // seq is one request in the server.
 type seq struct {
-	prompt, want, done int
+	prompt, want, done int         // prompt: the tokens to prefill (less those cached)
+	total, cached      int         // the prompt's tokens, and those from the cache
 	tokens             chan string // closed after the last token
 	started            time.Time   // its prefill step's start
 	first              time.Time
@@ -260,8 +270,23 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, proto int) {
 	if want <= 0 {
 		want = 16
 	}
-	q := &seq{prompt: max(PromptTokens(text), 1), want: want, tokens: make(chan string, want)}
+	words := strings.Fields(text)
+	for i := range s.cfg.TemplateTokens {
+		words = append([]string{fmt.Sprintf("<t%d>", s.cfg.TemplateTokens-1-i)}, words...)
+	}
+	q := &seq{total: max(len(words), 1), want: want, tokens: make(chan string, want)}
 	s.mu.Lock()
+	if s.cfg.PromptCache {
+		for _, p := range s.prompts {
+			n := 0
+			for n < len(p) && n < len(words)-1 && p[n] == words[n] {
+				n++
+			}
+			q.cached = max(q.cached, n)
+		}
+		s.prompts = append(s.prompts, words)
+	}
+	q.prompt = q.total - q.cached
 	s.requests++
 	s.models = append(s.models, req.Model)
 	n := s.requests
@@ -294,10 +319,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, proto int) {
 			if finish == "" {
 				got := 0
 				fmt.Sscan(tail, &got)
-				fmt.Fprintf(w, `data: {"index":0,"content":%q,"tokens":[1],"stop":false,"id_slot":-1,"tokens_predicted":%d,"tokens_evaluated":%d}`+"\n\n", delta, got, q.prompt)
+				fmt.Fprintf(w, `data: {"index":0,"content":%q,"tokens":[1],"stop":false,"id_slot":-1,"tokens_predicted":%d,"tokens_evaluated":%d}`+"\n\n", delta, got, q.total)
 			} else {
 				fmt.Fprintf(w, `data: {"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":%q,"tokens_predicted":%d,"tokens_evaluated":%d,"stop_type":"limit","stopping_word":"","tokens_cached":%d%s}`+"\n\n",
-					req.Model, want, q.prompt, want+q.prompt, tail)
+					req.Model, want, q.total, want+q.total, tail)
 			}
 			if fl != nil {
 				fl.Flush()
@@ -338,12 +363,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, proto int) {
 	if predictedMs > 0 {
 		perSec = float64(want) / predictedMs * 1000
 	}
-	usage := fmt.Sprintf(`,"usage":{"completion_tokens":%d,"prompt_tokens":%d,"total_tokens":%d}`, want, q.prompt, want+q.prompt)
+	usage := fmt.Sprintf(`,"usage":{"completion_tokens":%d,"prompt_tokens":%d,"total_tokens":%d}`, want, q.total, want+q.total)
 	if proto == protoNative {
 		usage = ""
 	}
-	tail := usage + fmt.Sprintf(`,"timings":{"prompt_n":%d,"prompt_ms":%.3f,"prompt_per_token_ms":%.4f,"prompt_per_second":%.3f,"predicted_n":%d,"predicted_ms":%.3f,"predicted_per_token_ms":%.4f,"predicted_per_second":%.3f}`,
-		q.prompt, promptMs, promptMs/float64(q.prompt), float64(q.prompt)/promptMs*1000,
+	tail := usage + fmt.Sprintf(`,"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":%.3f,"prompt_per_token_ms":%.4f,"prompt_per_second":%.3f,"predicted_n":%d,"predicted_ms":%.3f,"predicted_per_token_ms":%.4f,"predicted_per_second":%.3f}`,
+		q.cached, q.prompt, promptMs, promptMs/float64(q.prompt), float64(q.prompt)/promptMs*1000,
 		want, predictedMs, predictedMs/float64(want), perSec)
 	chunk("", "length", tail)
 	if proto != protoNative {
