@@ -250,5 +250,5 @@ func money(v float64) string {
 	if math.IsInf(v, 0) {
 		return "?"
 	}
-	return fmt.Sprintf("%.4g", v)
+	return metrics.Figure(v)
 }

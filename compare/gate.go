@@ -137,7 +137,7 @@ func (d *Diff) Check(conds []Condition) []Trip {
 func evidence(r Row) string {
 	switch {
 	case r.Tested:
-		return fmt.Sprintf("Mann-Whitney p=%.3g, n=%d/%d", r.P, r.NA, r.NB)
+		return fmt.Sprintf("Mann-Whitney p %s, n=%d/%d", pValue(r.P), r.NA, r.NB)
 	case r.Metric.Sample == nil:
 		return "aggregate, no per-request test; judged by size alone"
 	default:

@@ -48,7 +48,7 @@ func (d *Diff) WriteText(w io.Writer) error {
 			case r.Test == "block bootstrap" || r.Test == "per-run Welch t":
 				p = fmt.Sprintf("[%s, %s]", metrics.Figure(r.CILo), metrics.Figure(r.CIHi))
 			case r.Tested:
-				p = fmt.Sprintf("p %.3g", r.P)
+				p = "p " + pValue(r.P)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, metrics.Figure(r.A), metrics.Figure(r.B), fmtChange(r), r.Verdict, p)
 		}
@@ -129,4 +129,12 @@ func (d *Diff) ByChance() float64 {
 		}
 	}
 	return n
+}
+
+// pValue is a p-value in plain notation: below 0.001 it is "<0.001".
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
 }

@@ -141,7 +141,7 @@ func firstBroken(l *Level) string {
 	}
 	for _, ch := range l.SLO.Checks {
 		if !ch.Met {
-			return fmt.Sprintf("%s (was %.4g)", ch.Expr, ch.Value)
+			return fmt.Sprintf("%s (was %s)", ch.Expr, Figure(ch.Value))
 		}
 	}
 	return "no request completed"

@@ -187,12 +187,12 @@ func (c *Connections) Note() string {
 	}
 	tlsPart := ""
 	if c.TLSMs != nil {
-		tlsPart = fmt.Sprintf(", TLS handshake p50 %.3g ms", c.TLSMs.P50)
+		tlsPart = fmt.Sprintf(", TLS handshake p50 %s ms", Figure(c.TLSMs.P50))
 	}
 	re := ""
 	if c.Reconnects > 0 {
 		re = fmt.Sprintf("; %d requests sent again on a new connection", c.Reconnects)
 	}
-	return fmt.Sprintf("%d connections opened by requests during the level (set-up p50 %.3g ms, max %.3g ms%s), %s; %d opened before it%s%s",
-		c.Opened, c.SetupMs.P50, c.SetupMs.Max, tlsPart, where, c.Preopened, re, redir)
+	return fmt.Sprintf("%d connections opened by requests during the level (set-up p50 %s ms, max %s ms%s), %s; %d opened before it%s%s",
+		c.Opened, Figure(c.SetupMs.P50), Figure(c.SetupMs.Max), tlsPart, where, c.Preopened, re, redir)
 }

@@ -60,7 +60,7 @@ func TestWriteHTML(t *testing.T) {
 		"TTFT of the requests started over time at c=4", " failed</title>",
 		"<h2>Requests of c=4</h2>", "all 4 of the level&#39;s requests", ": failed, http_429</summary>",
 		// Use cases: voice wants TTFT p95 under 150 ms; c=1's is 385.
-		"<h2>Use cases</h2>", "ttft_p95&lt;=150ms (was 385)",
+		"<h2>Use cases</h2>", "ttft_p95&lt;=150ms (was 385.0)",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)

@@ -83,14 +83,15 @@ func Table(w io.Writer, s metrics.Summary) error {
 				if !c.Met {
 					mark = "BROKEN"
 				}
-				parts = append(parts, fmt.Sprintf("%s: %.4g %s", c.Expr, c.Value, mark))
+				parts = append(parts, fmt.Sprintf("%s: %s %s", c.Expr, metrics.Figure(c.Value), mark))
 			}
-			notes = append(notes, fmt.Sprintf("%s: SLO %s (%s); goodput %.3g req/s", lv.Load, verdict, strings.Join(parts, ", "), lv.GoodputRPS))
+			notes = append(notes, fmt.Sprintf("%s: SLO %s (%s); goodput %s req/s", lv.Load, verdict, strings.Join(parts, ", "), metrics.Figure(lv.GoodputRPS)))
 		}
 		if r := lv.Repeats; r != nil {
 			sp := r.Spread
-			notes = append(notes, fmt.Sprintf("%s: %s of %d runs; TTFT p50 %.4g–%.4g ms, decode TPS p50 %.4g–%.4g, output %.4g–%.4g tok/s",
-				lv.Load, cmp.Or(r.Fold, "median"), r.Runs, sp["ttft_p50"][0], sp["ttft_p50"][1], sp["decode_tps_p50"][0], sp["decode_tps_p50"][1], sp["output_tps"][0], sp["output_tps"][1]))
+			f := metrics.Figure
+			notes = append(notes, fmt.Sprintf("%s: %s of %d runs; TTFT p50 %s–%s ms, decode TPS p50 %s–%s, output %s–%s tok/s",
+				lv.Load, cmp.Or(r.Fold, "median"), r.Runs, f(sp["ttft_p50"][0]), f(sp["ttft_p50"][1]), f(sp["decode_tps_p50"][0]), f(sp["decode_tps_p50"][1]), f(sp["output_tps"][0]), f(sp["output_tps"][1])))
 		}
 		if lv.Retries > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d retries (--retry) after failures before the first token; each request counted once", lv.Load, lv.Retries))
@@ -112,7 +113,7 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
 		}
 		if c := lv.Cost; c != nil {
-			notes = append(notes, fmt.Sprintf("%s: %.4g per million output tokens (%s)", lv.Load, c.PerMillionOutput, c.Basis))
+			notes = append(notes, fmt.Sprintf("%s: %s per million output tokens (%s)", lv.Load, metrics.Figure(c.PerMillionOutput), c.Basis))
 		}
 	}
 	if s.Profile != "" {
@@ -228,8 +229,8 @@ func serverMetricsNote(lv metrics.Level) string {
 		return ""
 	}
 	if sm.Engine == "llamacpp" {
-		return fmt.Sprintf("%s: llama.cpp /metrics over the level: %d prompt tokens at %.4g tok/s, %d generated at %.4g tok/s (per busy slot)",
-			lv.Load, sm.PromptTokens, sm.PromptTokensPerSecond, sm.PredictedTokens, sm.PredictedTokensPerSecond)
+		return fmt.Sprintf("%s: llama.cpp /metrics over the level: %d prompt tokens at %s tok/s, %d generated at %s tok/s (per busy slot)",
+			lv.Load, sm.PromptTokens, metrics.Figure(sm.PromptTokensPerSecond), sm.PredictedTokens, metrics.Figure(sm.PredictedTokensPerSecond))
 	}
 	var server, gap []string
 	for _, m := range []struct {
@@ -237,11 +238,11 @@ func serverMetricsNote(lv metrics.Level) string {
 		v    float64
 	}{{"TTFT", sm.TTFTMsMean}, {"TPOT", sm.TPOTMsMean}, {"E2E", sm.E2EMsMean}} {
 		if m.v > 0 {
-			server = append(server, fmt.Sprintf("%s %.4g ms", m.name, m.v))
+			server = append(server, fmt.Sprintf("%s %s ms", m.name, metrics.Figure(m.v)))
 		}
 	}
 	if sm.TTFTMsP50 > 0 {
-		server = append(server, fmt.Sprintf("TTFT p50 %.4g ms, p99 %.4g ms (its histogram)", sm.TTFTMsP50, sm.TTFTMsP99))
+		server = append(server, fmt.Sprintf("TTFT p50 %s ms, p99 %s ms (its histogram)", metrics.Figure(sm.TTFTMsP50), metrics.Figure(sm.TTFTMsP99)))
 	}
 	if g := sm.ClientMinus; g != nil {
 		for _, m := range []struct {

@@ -18,13 +18,13 @@ func serverNote(lv metrics.Level) string {
 	}
 	var server, gap []string
 	if s := lv.ServerTTFTMs; s != nil {
-		server = append(server, fmt.Sprintf("TTFT p50 %.4g ms (load+prefill)", s.P50))
+		server = append(server, fmt.Sprintf("TTFT p50 %s ms (load+prefill)", metrics.Figure(s.P50)))
 	}
 	if s := lv.ServerTPS; s != nil {
 		if a := lv.ServerAlignedTPS; a != nil {
-			server = append(server, fmt.Sprintf("decode p50 %.4g tok/s (%.4g counted as tokbench counts: the tokens after the first)", s.P50, a.P50))
+			server = append(server, fmt.Sprintf("decode p50 %s tok/s (%s counted as tokbench counts: the tokens after the first)", metrics.Figure(s.P50), metrics.Figure(a.P50)))
 		} else {
-			server = append(server, fmt.Sprintf("decode p50 %.4g tok/s", s.P50))
+			server = append(server, fmt.Sprintf("decode p50 %s tok/s", metrics.Figure(s.P50)))
 		}
 	}
 	if s := g.TTFTMs; s != nil {

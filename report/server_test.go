@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestServerNote(t *testing.T) {
 	if err := Table(&b, metrics.Summary{Levels: []metrics.Level{lv}}); err != nil {
 		t.Fatal(err)
 	}
-	want := "c=2: server-reported TTFT p50 30 ms (load+prefill), decode p50 112.5 tok/s; client − server p50: TTFT +10.0 ms (network, proxy, client), decode -12.5 tok/s, E2E +10.0 ms; over 1 requests"
+	want := "c=2: server-reported TTFT p50 30.00 ms (load+prefill), decode p50 112.5 tok/s; client − server p50: TTFT +10.0 ms (network, proxy, client), decode -12.5 tok/s, E2E +10.0 ms; over 1 requests"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("table lacks the server line\n%s\nwant %s", b.String(), want)
 	}
@@ -67,7 +68,7 @@ func TestServerNoteQueue(t *testing.T) {
 			if err := Table(&b, metrics.Summary{Levels: []metrics.Level{c.lv}}); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{c.want, "decode +0.00 tok/s", "decode p50 112.5 tok/s (100 counted as tokbench counts: the tokens after the first)"} {
+			for _, want := range []string{c.want, "decode +0.00 tok/s", "decode p50 112.5 tok/s (100.0 counted as tokbench counts: the tokens after the first)"} {
 				if !strings.Contains(b.String(), want) {
 					t.Errorf("table lacks %q\n%s", want, b.String())
 				}
@@ -76,5 +77,33 @@ func TestServerNoteQueue(t *testing.T) {
 				t.Errorf("server note says %q: %s", c.lacks, note)
 			}
 		})
+	}
+}
+
+// TestNoScientificNotation: figures of any size print in plain notation
+// beside the integers on their line (never 1.595e+04 ms).
+func TestNoScientificNotation(t *testing.T) {
+	var recs []metrics.Record
+	for _, ttft := range []float64{15950, 16950, 17950} {
+		recs = append(recs, metrics.Record{
+			OK: true, TTFTMs: ttft, E2EMs: ttft + 80, OutputTokens: 9, ChunkMs: []float64{ttft, ttft + 80}, ChunkTokens: []int{1, 8},
+			Server: &metrics.ServerTiming{PromptMs: 15900, PredictedMs: 80, DecodeTPS: 112.5, PredictedTokens: 9},
+		})
+	}
+	lv := metrics.Summarize(metrics.Load{Mode: "concurrency", Concurrency: 8}, recs, 1)
+	lv.Repeats = &metrics.Repeats{Runs: 16, Fold: "mean", Spread: map[string][2]float64{
+		"ttft_p50": {28940, 34750}, "decode_tps_p50": {12.5, 13.25}, "output_tps": {123456, 234567}}}
+	lv.ServerMetrics = &metrics.ServerMetrics{Engine: "vllm", TTFTMsMean: 15950, TTFTMsP50: 15950, TTFTMsP99: 123456}
+	var b strings.Builder
+	if err := Table(&b, metrics.Summary{Levels: []metrics.Level{lv}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`\d[eE][+-]\d`).FindString(b.String()); m != "" {
+		t.Errorf("table has %q in scientific notation:\n%s", m, b.String())
+	}
+	for _, want := range []string{"server-reported TTFT p50 15900 ms", "TTFT p50 28940–34750 ms", "TTFT p50 15950 ms, p99 123456 ms"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
 	}
 }

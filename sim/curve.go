@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -70,6 +71,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 				runs[k] = metrics.Summarize(load, Records(i, traces), 0)
 			}
 			lv = metrics.MeanOfRuns(runs, nil)
+			onePhase(&lv, c.Phases)
 		} else {
 			traces, err := RunClosedLoop(ctx, eng, cost, cl)
 			if err != nil {
@@ -114,4 +116,30 @@ func Records(level int, traces []Trace) []metrics.Record {
 		recs[i] = r
 	}
 	return recs
+}
+
+// onePhase makes a level folded from k phase replicas count as one run of
+// it, the requests asked for: the replicas are one level's expected run,
+// not k runs of it (metrics.MeanOfRuns sums their counts, as repeated
+// runs' are). Counts are the replicas' mean, rounded; a warning every
+// replica gave is said once.
+func onePhase(lv *metrics.Level, k int) {
+	per := func(n int) int { return int(math.Round(float64(n) / float64(k))) }
+	r := &lv.Requests
+	r.Sent, r.Completed, r.Failed = per(r.Sent), per(r.Completed), per(r.Failed)
+	for c, n := range r.Errors {
+		r.Errors[c] = max(per(n), 1)
+	}
+	lv.InputTokens, lv.OutputTokens = per(lv.InputTokens), per(lv.OutputTokens)
+	for _, st := range []*metrics.Stats{&lv.TTFT, &lv.TTFVT, &lv.DecodeTPS, &lv.TPOT, &lv.ITL, &lv.E2E, &lv.E2ETPS, &lv.ChunkGap, &lv.TokensPerChunk} {
+		st.Count = per(st.Count)
+	}
+	s := &lv.Shortfall
+	s.RequestedTokens, s.ReceivedTokens, s.ShortRequests = per(s.RequestedTokens), per(s.ReceivedTokens), per(s.ShortRequests)
+	seen := map[string]bool{}
+	lv.Warnings = slices.DeleteFunc(lv.Warnings, func(w string) bool {
+		dup := seen[w]
+		seen[w] = true
+		return dup
+	})
 }

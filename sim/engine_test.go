@@ -353,6 +353,11 @@ func TestCurvePhases(t *testing.T) {
 	for _, v := range r.PerRun["ttft_p50"] {
 		sum += v
 	}
+	// The phases are replicas of one level: it counts the requests asked
+	// for, not 8 times them.
+	if rq := a[1].Requests; rq.Sent != 24 || rq.Completed != 24 || a[1].OutputTokens != 24*20 || a[1].TTFT.Count != 24 {
+		t.Errorf("phased level: %d sent, %d completed, %d output tokens, %d TTFTs; want 24, 24, 480, 24", rq.Sent, rq.Completed, a[1].OutputTokens, a[1].TTFT.Count)
+	}
 	if math.Abs(a[1].TTFT.P50-sum/8) > 1e-9 {
 		t.Errorf("TTFT p50 %.3f, the runs' mean %.3f", a[1].TTFT.P50, sum/8)
 	}

@@ -61,7 +61,7 @@ func TestBenchAPIAuto(t *testing.T) {
 		t.Errorf("Authorization %q", auth())
 	}
 	// The fixture's server timing: load 5 + prefill 25 ms, 8 tokens in 70 ms.
-	if !strings.Contains(stdout, "server-reported TTFT p50 30 ms (load+prefill), decode p50 114.3 tok/s") {
+	if !strings.Contains(stdout, "server-reported TTFT p50 30.00 ms (load+prefill), decode p50 114.3 tok/s") {
 		t.Errorf("table lacks the server line:\n%s", stdout)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "run.json"))
