@@ -48,7 +48,10 @@ func ReadRun(dir string) (Page, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		// The run died before its summary (kill -9): rebuild it from the
 		// records, and keep it, so that compare and merge can read the run.
-		if s, err = results.Rebuild(dir); err == nil {
+		if s, err = results.Rebuild(dir); err == nil && len(s.Levels) == 0 {
+			return p, fmt.Errorf("%s holds no run: no %s, and no measured request in %s", dir, results.SummaryFile, results.RequestsFile)
+		}
+		if err == nil {
 			if werr := results.WriteSummary(dir, s); werr != nil {
 				p.Warnings = append(p.Warnings, "the rebuilt summary could not be written: "+werr.Error())
 			}

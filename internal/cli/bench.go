@@ -133,6 +133,9 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	res, err := benchmark.Run(ctx, plan, hooks)
 	if err != nil {
+		if w != nil {
+			removeUnused(w)
+		}
 		return err
 	}
 	charts.Renumber(res.NewIndex)
@@ -174,4 +177,17 @@ func termWidth(env Env) int {
 		return min(n, 160)
 	}
 	return 100
+}
+
+// removeUnused closes w and, when the run failed before writing anything
+// into it (a server that cannot be reached), removes its empty
+// requests.jsonl and the directory if that leaves it empty, so no empty
+// run directory is left for report or compare to read.
+func removeUnused(w *results.Writer) {
+	w.Close()
+	req := filepath.Join(w.Dir(), results.RequestsFile)
+	if st, err := os.Stat(req); err == nil && st.Size() == 0 {
+		os.Remove(req)
+		os.Remove(w.Dir()) // only if empty
+	}
 }
