@@ -61,6 +61,18 @@ type Standing struct {
 	Level     *LevelFigure `json:"level,omitempty"`
 }
 
+// Load is UpTo in its unit, as a sentence says it: "1 user", "8 users",
+// "2.5 req/s".
+func (s Standing) Load() string {
+	switch {
+	case s.LoadUnit == "users" && s.UpTo == 1:
+		return "1 user"
+	case s.LoadUnit == "":
+		return fmt.Sprintf("%g", s.UpTo)
+	}
+	return fmt.Sprintf("%g %s", s.UpTo, s.LoadUnit)
+}
+
 // LevelFigure is the level an endpoint is judged at for a use (its
 // highest passing level; batch: its highest throughput): the figures that
 // decide.
@@ -217,7 +229,7 @@ func choose(st []Standing, batch bool) (string, string) {
 		return best.Endpoint, fmt.Sprintf("no price known; the highest throughput, %.0f tok/s at %s", best.Level.OutputTPS, best.Level.Load)
 	}
 	best := slices.MaxFunc(meets, func(a, b Standing) int { return cmp.Compare(a.UpTo, b.UpTo) })
-	return best.Endpoint, fmt.Sprintf("no price known; meets it up to the highest load, %g %s", best.UpTo, best.LoadUnit)
+	return best.Endpoint, fmt.Sprintf("no price known; meets it up to the highest load, %s", best.Load())
 }
 
 // shapeNote names the endpoints whose runs sent requests of other

@@ -82,3 +82,20 @@ func TestAdviseFastAgainstCheap(t *testing.T) {
 		t.Errorf("JSON: %v", err)
 	}
 }
+
+// TestStandingLoad: a standing's load reads as a sentence says it.
+func TestStandingLoad(t *testing.T) {
+	for _, c := range []struct {
+		st   advise.Standing
+		want string
+	}{
+		{advise.Standing{UpTo: 1, LoadUnit: "users"}, "1 user"},
+		{advise.Standing{UpTo: 8, LoadUnit: "users"}, "8 users"},
+		{advise.Standing{UpTo: 1, LoadUnit: "req/s"}, "1 req/s"},
+		{advise.Standing{UpTo: 2.5, LoadUnit: "req/s"}, "2.5 req/s"},
+	} {
+		if got := c.st.Load(); got != c.want {
+			t.Errorf("advise.Standing{UpTo: %g, LoadUnit: %q}.Load() = %q, want %q", c.st.UpTo, c.st.LoadUnit, got, c.want)
+		}
+	}
+}

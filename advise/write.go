@@ -47,7 +47,7 @@ func WriteText(w io.Writer, a *Advice) error {
 func standingLine(s Standing) string {
 	verdict := "no: " + s.Statement
 	if s.Meets {
-		verdict = fmt.Sprintf("meets it up to %g %s", s.UpTo, s.LoadUnit)
+		verdict = "meets it up to " + s.Load()
 	}
 	f := s.Level
 	if f == nil {
@@ -79,7 +79,7 @@ func WriteMarkdown(w io.Writer, a *Advice) error {
 		for _, s := range u.Endpoints {
 			meets, upTo := "no", "—"
 			if s.Meets {
-				meets, upTo = "yes", fmt.Sprintf("%g %s", s.UpTo, s.LoadUnit)
+				meets, upTo = "yes", s.Load()
 			}
 			f := s.Level
 			if f == nil {

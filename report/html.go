@@ -454,7 +454,7 @@ func useRows(levels []metrics.Level) []useRow {
 		st := u.Endpoints[0]
 		why := st.Statement
 		if st.Meets && st.Level != nil {
-			why = fmt.Sprintf("up to %g %s; at %s: TTFT p95 %s ms, decode p50 %s tok/s, %s %s s", st.UpTo, st.LoadUnit,
+			why = fmt.Sprintf("up to %s; at %s: TTFT p95 %s ms, decode p50 %s tok/s, %s %s s", st.Load(),
 				st.Level.Load, metrics.Figure(st.Level.TTFTP95Ms), metrics.Figure(st.Level.DecodeTPSP50), chain, metrics.Figure(st.Level.AgentChainS))
 		}
 		if u.Note != "" {

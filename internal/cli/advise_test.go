@@ -60,3 +60,14 @@ func TestAdviseCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 windows"}, {1, "1 window"}, {3, "3 windows"}} {
+		if got := plural(c.n, "window"); got != c.want {
+			t.Errorf("plural(%d, \"window\") = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

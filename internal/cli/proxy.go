@@ -101,8 +101,8 @@ streams in flight finish for --grace.`,
 				return usagef("%v", err)
 			}
 			lv := s.Levels[0]
-			fmt.Fprintf(env.Stderr, "tokbench proxy: measured %d requests (%d failed), TTFT p50 %s ms, %d windows\n",
-				lv.Requests.Sent, lv.Requests.Failed, metrics.Figure(lv.TTFT.P50), len(lv.Windows))
+			fmt.Fprintf(env.Stderr, "tokbench proxy: measured %s (%d failed), TTFT p50 %s ms, %s\n",
+				plural(lv.Requests.Sent, "request"), lv.Requests.Failed, metrics.Figure(lv.TTFT.P50), plural(len(lv.Windows), "window"))
 			return nil
 		},
 	}

@@ -1,6 +1,10 @@
 package cli
 
-import "github.com/mattn/go-isatty"
+import (
+	"fmt"
+
+	"github.com/mattn/go-isatty"
+)
 
 func isTerminalFd(fd uintptr) bool {
 	return isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd)
@@ -16,4 +20,13 @@ func clearLine(env Env) string {
 		return "\r\033[K"
 	}
 	return ""
+}
+
+// plural is n with noun, in the plural unless n is 1: "1 window",
+// "3 windows".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
