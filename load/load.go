@@ -483,7 +483,13 @@ func (r *Runner) closedLoop(ctx context.Context, idx int, lv Level, src Source, 
 	}
 	wg.Wait()
 	if lv.RampUp > 0 && int(started.Load()) < users && ctx.Err() == nil && !r.abort.Load() {
-		r.addWarning(fmt.Sprintf("ramp-up: only %d of %d users sent a request before the level's requests or time ran out; the level did not reach its concurrency (give it more requests or --duration, or a shorter --ramp-up)", started.Load(), users))
+		if refused := r.Progress.Errors()[string(api.ClassConnectionRefused)]; refused > 0 {
+			// The requests were spent by a server that refused them
+			// (killed, restarted): more requests would not have helped.
+			r.addWarning(fmt.Sprintf("ramp-up: only %d of %d users sent a request: the server went away (%d requests found it refusing connections, connection_refused), and their quick failures spent the level's requests", started.Load(), users, refused))
+		} else {
+			r.addWarning(fmt.Sprintf("ramp-up: only %d of %d users sent a request before the level's requests or time ran out; the level did not reach its concurrency (give it more requests or --duration, or a shorter --ramp-up)", started.Load(), users))
+		}
 	}
 	return time.Duration(lastEnd.Load())
 }

@@ -486,6 +486,32 @@ func TestRampUpEndsWithItsLevel(t *testing.T) {
 	}
 }
 
+// TestRampUpServerGone: when the level's requests were spent by a server
+// that refuses connections (killed mid-run), the ramp-up's shortfall is
+// said to be the server's going away, not a want of requests.
+func TestRampUpServerGone(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	r := newRunner(t, srv)
+	srv.Close() // gone before the level: every connection is refused
+	lv := Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 4}, Requests: 10, RampUp: 2 * time.Second}
+	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Level.Requests.Errors["connection_refused"]; n != 10 {
+		t.Fatalf("errors %v, want 10 connection_refused", res.Level.Requests.Errors)
+	}
+	var ramp string
+	for _, w := range res.Level.Warnings {
+		if strings.HasPrefix(w, "ramp-up:") {
+			ramp = w
+		}
+	}
+	if !strings.Contains(ramp, "the server went away (10 requests found it refusing connections") || strings.Contains(ramp, "more requests") {
+		t.Errorf("ramp-up warning %q, want it to say the server went away", ramp)
+	}
+}
+
 // TestStartsSpreadByDefault: without --ramp-up, a level's users start
 // spread over one request's duration as its warm-up measured it (the
 // level says how far); with no duration known yet (no warm-up, first
