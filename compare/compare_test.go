@@ -176,6 +176,9 @@ func TestCompareFindsRealChangeAndIgnoresNoise(t *testing.T) {
 	if err := d.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(out.String(), "better? and worse? (c=1 output_tps") || !strings.Contains(out.String(), "no test can tell that from noise") {
+		t.Errorf("text does not explain worse?:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "significant changes:") || !strings.Contains(out.String(), "c=1 decode_tps_p50 -16") {
 		t.Errorf("text lacks the change:\n%s", out.String())
 	}

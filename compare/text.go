@@ -57,6 +57,19 @@ func (d *Diff) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w)
+	var untested []string
+	for _, ld := range d.Levels {
+		for _, r := range ld.Rows {
+			if strings.HasSuffix(r.Verdict, "?") {
+				untested = append(untested, fmt.Sprintf("%s %s", ld.Load, r.Name()))
+			}
+		}
+	}
+	if len(untested) > 0 {
+		fmt.Fprintf(w, "better? and worse? (%s): an aggregate, one value per level with no per-request samples, moved by %g%% or more; "+
+			"no test can tell that from noise, so it is not counted as a change (repeat the runs, --repeat, to test it)\n",
+			strings.Join(untested, ", "), 100*d.Options.MinChange)
+	}
 	// What was tested, and how many calls chance alone would make: at
 	// alpha, about alpha × tests rows read "significant" with no change.
 	if tests := d.Tested(); tests > 0 {

@@ -28,10 +28,16 @@ func newCompareCmd(env Env) *cobra.Command {
 		Short: "Compare saved runs level by level; gate on regressions with --fail-if",
 		Long: `compare sets each later run against the first (the baseline), level by
 level (levels are matched by load), with the change and a verdict per metric.
-A change is called better or worse only when a Mann-Whitney U test of the
-per-request samples in requests.jsonl says it is not noise and it is at least
---min-change. Runs that are not like for like (model, api, hardware, quant,
-engine, gpus, token lengths, load levels) are named in a WARNING line.
+A change is called better or worse only when a test says it is not noise and
+it is at least --min-change: with 3 or more runs a side (--repeat), Welch's t
+over one value per run; else, for a percentile with enough requests beyond it,
+a block bootstrap of the per-request samples in requests.jsonl; other rows a
+Mann-Whitney U test of those samples (--alpha). An aggregate with one value
+per level (output tok/s, req/s) has no samples to test: a move past
+--min-change reads "better?" or "worse?" and is not counted as a change. Runs
+that are not like for like (model, api, hardware, quant, engine, gpus, token
+lengths, load levels) are named in a WARNING line (on stderr too when stdout
+is not a terminal, so a log shows it once).
 
 --fail-if takes conditions on B against A, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"
 (without % the change is absolute, in the metric's unit); the command exits 1
@@ -93,9 +99,12 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 		opt.MinChange = 1e-12
 	}
 	outs, rep, nothing := compare.All(runs[0], runs[1:], opt, conds, f.failIf)
-	for _, o := range outs {
-		for _, m := range o.Diff.Mismatches {
-			fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, o.B.Dir, m)
+	// The table names mismatches itself; on a terminal that is enough.
+	if !text || !env.isTerminal(env.Stdout) {
+		for _, o := range outs {
+			for _, m := range o.Diff.Mismatches {
+				fmt.Fprintf(env.Stderr, "tokbench: WARNING: %s and %s are not like for like: %s\n", runs[0].Dir, o.B.Dir, m)
+			}
 		}
 	}
 	if f.html != "" {

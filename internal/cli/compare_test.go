@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,6 +80,13 @@ func TestCompareGate(t *testing.T) {
 	_, stdout, stderr = runCLI(context.Background(), nil, "compare", a, other)
 	if !strings.Contains(stdout, "WARNING: not like for like: hardware differs: A h100-sxm, B a100-80gb") || !strings.Contains(stderr, "hardware differs") {
 		t.Errorf("mismatch not warned:\nstdout %s\nstderr %s", stdout, stderr)
+	}
+	// On a terminal, where stdout and stderr show together, once.
+	var out, errb strings.Builder
+	Run(context.Background(), []string{"compare", a, other}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" },
+		IsTerminal: func(w io.Writer) bool { return w == &out }})
+	if n := strings.Count(out.String()+errb.String(), "hardware differs"); n != 1 {
+		t.Errorf("on a terminal the mismatch is said %d times, want once:\nstdout %s\nstderr %s", n, out.String(), errb.String())
 	}
 }
 
