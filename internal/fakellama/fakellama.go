@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -314,11 +313,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, proto int) {
 	if proto == protoNative {
 		req.Model = cmp.Or(req.Model, "gpt-3.5-turbo") // what llama-server names when the request does not
 	}
-	chunk := func(delta, finish string, tail string) {
+	chunk := func(delta, finish string, tail string, got int) {
 		if proto == protoNative {
 			if finish == "" {
-				got := 0
-				fmt.Sscan(tail, &got)
 				fmt.Fprintf(w, `data: {"index":0,"content":%q,"tokens":[1],"stop":false,"id_slot":-1,"tokens_predicted":%d,"tokens_evaluated":%d}`+"\n\n", delta, got, q.total)
 			} else {
 				fmt.Fprintf(w, `data: {"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":%q,"tokens_predicted":%d,"tokens_evaluated":%d,"stop_type":"limit","stopping_word":"","tokens_cached":%d%s}`+"\n\n",
@@ -351,7 +348,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, proto int) {
 	got := 0
 	for t := range q.tokens {
 		got++
-		chunk(t, "", strconv.Itoa(got))
+		chunk(t, "", "", got)
 	}
 	if got < want {
 		return // stopped
@@ -370,7 +367,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, proto int) {
 	tail := usage + fmt.Sprintf(`,"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":%.3f,"prompt_per_token_ms":%.4f,"prompt_per_second":%.3f,"predicted_n":%d,"predicted_ms":%.3f,"predicted_per_token_ms":%.4f,"predicted_per_second":%.3f}`,
 		q.cached, q.prompt, promptMs, promptMs/float64(q.prompt), float64(q.prompt)/promptMs*1000,
 		want, predictedMs, predictedMs/float64(want), perSec)
-	chunk("", "length", tail)
+	chunk("", "length", tail, got)
 	if proto != protoNative {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}
