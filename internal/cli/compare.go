@@ -35,7 +35,10 @@ engine, gpus, token lengths, load levels) are named in a WARNING line.
 
 --fail-if takes conditions on B against A, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"
 (without % the change is absolute, in the metric's unit); the command exits 1
-when one holds at any level and the change is significant.
+when one holds at any level, the change is at least --min-change, and a test
+calls it significant or none could judge it: a gate that cannot judge (an
+aggregate, a percentile of too few requests) trips on its threshold alone and
+says how many requests, or --repeat 3, would let it be tested.
 
 --format json prints the same comparisons and gate verdicts as one JSON
 object (schema tokbench.compare/v1) for programs; warnings still go to
@@ -51,7 +54,7 @@ stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
+	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, or holds and cannot be tested, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
 	fl.Float64Var(&f.minChange, "min-change", 2, "smallest change in percent called better or worse")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
