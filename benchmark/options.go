@@ -424,7 +424,7 @@ func (o *options) workload() error {
 	if o.Dataset == "" {
 		return nil
 	}
-	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed)
+	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed, workload.Limits{Tokenizer: o.tok})
 	if errors.Is(err, workload.ErrFormat) {
 		return inputErrorf("--dataset-format: %v", err)
 	} else if err != nil {

@@ -140,7 +140,7 @@ func TestShareGPTTurnsDriveAChat(t *testing.T) {
 	  {"from": "human", "value": "second question"}, {"from": "gpt", "value": "one two three four five"},
 	  {"from": "human", "value": "third question"}]}]`
 	var rows []Row
-	if err := ReadShareGPT(strings.NewReader(text), "c.json", func(r Row) error { rows = append(rows, r); return nil }); err != nil {
+	if err := ReadShareGPT(strings.NewReader(text), "c.json", Limits{}, func(r Row) error { rows = append(rows, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || len(rows[0].Turns) != 2 || rows[0].TurnReplies[0] != "one two three four five" || rows[0].TurnReplies[1] != "" {
