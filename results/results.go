@@ -51,9 +51,35 @@ type Run struct {
 	// Meta is the like-for-like metadata: hardware, quant, engine, context, label…
 	Meta map[string]string `json:"meta,omitempty"`
 	// Config is the full effective configuration, secrets removed.
-	Config map[string]any `json:"config"`
+	Config Config `json:"config"`
 	// Transport is what the run measured with, written when it ends.
 	Transport *Transport `json:"transport,omitempty"`
+}
+
+// Config is run.json's configuration object. Its numbers are json.Number,
+// read and written as their digits: a float64 would round a 64-bit seed
+// (15273817378005027001 read back as …027000), and a run could not be
+// repeated from its own record.
+type Config map[string]any
+
+// UnmarshalJSON reads the object with its numbers as json.Number.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	m, err := decodeNumbers(b)
+	if err != nil {
+		return err
+	}
+	*c = m
+	return nil
+}
+
+func decodeNumbers(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Transport is what a run measured with: Client is "tokbench" (its own
@@ -411,15 +437,15 @@ func ReadSummary(dir string) (metrics.Summary, error) {
 
 // ConfigMap turns a typed configuration into run.json's config object,
 // through its JSON form, so runs of any origin (bench, merged shards,
-// imports) read back the same way.
-func ConfigMap(v any) map[string]any {
+// imports) read back the same way; numbers stay exact (Config).
+func ConfigMap(v any) Config {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return map[string]any{"error": err.Error()}
+		return Config{"error": err.Error()}
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return map[string]any{"error": err.Error()}
+	m, err := decodeNumbers(b)
+	if err != nil {
+		return Config{"error": err.Error()}
 	}
 	return m
 }
