@@ -175,3 +175,23 @@ func TestMergeTruncatedShard(t *testing.T) {
 		t.Errorf("merge --partial: exit %d, stderr %q, stdout %.200s; want 12 requests and a warning", code, stderr, stdout)
 	}
 }
+
+// TestEveryShardWarmsUp: with the default --warmup 1, the last of 4 shards
+// warms up too, so its users' starts are spread, not a lockstep burst.
+func TestEveryShardWarmsUp(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "8",
+		"--requests", "8", "--input-tokens", "8", "--output-tokens", "2", "--shard", "3/4", "--format", "json")
+	var s metrics.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || len(s.Levels) != 1 {
+		t.Fatalf("bench --shard 3/4: exit %d: %s", code, stderr)
+	}
+	if lv := s.Levels[0]; lv.Lockstep || strings.Contains(stderr, "lockstep") || lv.Requests.Sent != 2 {
+		t.Errorf("shard 3/4: lockstep %v, %d requests, stderr %q; want a warm-up, 2 requests and no lockstep", lv.Lockstep, lv.Requests.Sent, stderr)
+	}
+	// The warm-up's request is sent, and not recorded: 3 bodies for 2 records.
+	if n := len(srv.Bodies()); n != 3 {
+		t.Errorf("shard 3/4 sent %d requests, want 2 and 1 warm-up", n)
+	}
+}
