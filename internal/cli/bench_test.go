@@ -40,6 +40,13 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--api", "grpc"}, "--api"},
 		{[]string{"bench", "--header", "NoColon"}, "--header"},
 		{[]string{"bench", "--url", "localhost:8000"}, "--url"},
+		// Issue 34: these exited 1 with "is the server running at that address?".
+		{[]string{"bench", "--url", "ftp://x"}, `--url: scheme "ftp" is not http or https`},
+		{[]string{"bench", "--url", "unix:///tmp/s.sock"}, `--url`},
+		{[]string{"bench", "--header", "X-Trace: a\r\nX-Evil: b"}, "--header: the value of X-Trace holds a line break"},
+		{[]string{"bench", "--header", "X-Trace: a\nb"}, "--header: the value of X-Trace holds a line break"},
+		{[]string{"bench", "--header", "X\rTrace: a"}, "--header: name"},
+		{[]string{"bench", "--header", "X(Trace): a"}, `--header: name "X(Trace)" holds "("`},
 		{[]string{"bench", "--tokenizer", "gpt2"}, "--tokenizer"},
 		{[]string{"bench", "--input-tokens", "0"}, "--input-tokens"},
 		{[]string{"bench", "--requests", "abc"}, "--requests"},
