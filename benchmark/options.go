@@ -98,6 +98,9 @@ type Options struct {
 	Getenv func(string) string
 	// Version is the tool's version, for run.json.
 	Version string
+	// Host is what the machine allows (nil: LocalHost()); a plan it
+	// cannot run is refused (Plan.CheckHost).
+	Host *Host
 }
 
 // DefaultOptions are `tokbench bench`'s defaults.
@@ -206,6 +209,14 @@ func (opts Options) Plan() (*Plan, error) {
 		p.Levels = nil // the sweep picks its levels from results
 	}
 	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	host := o.Host
+	if host == nil {
+		h := LocalHost()
+		host = &h
+	}
+	if err := p.CheckHost(*host); err != nil {
 		return nil, err
 	}
 	p.Meta = o.meta(p.Workload)
