@@ -192,6 +192,9 @@ func (opts Options) Plan() (*Plan, error) {
 			p.Notes = append(p.Notes, note)
 		}
 	}
+	if o.trace != nil {
+		p.Notes = append(p.Notes, o.trace.Notes...)
+	}
 	promptSeed := o.Seed // given, --seed fixes the prompts too
 	if !o.given("seed") {
 		promptSeed = rand.Uint64() | 1

@@ -122,6 +122,11 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 		return nil, inputErrorf("--api: %v", err)
 	}
 	r.setAPIKey(p.APIKey)
+	if t := p.Workload.Trace; t != nil {
+		for _, n := range t.Notes {
+			r.notice("%s", n) // and in the summary's warnings, from the plan's notes
+		}
+	}
 	r.target = metrics.Target{URL: api.RedactURL(p.URL), API: r.adapter.Name(), Model: p.Model}
 	if p.URL == "" {
 		simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
