@@ -224,11 +224,7 @@ func (w *Writer) RenumberLevels(newIndex []int) error {
 		}
 		out = append(append(out, b...), '\n')
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := WriteFile(path, out); err != nil {
 		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
@@ -267,9 +263,16 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
+	return WriteFile(path, append(b, '\n'))
+}
+
+// WriteFile writes path whole or not at all: to path.tmp, then renamed
+// over path. On failure (a full disk) path is as it was and no .tmp is
+// left behind; the error names path.
+func WriteFile(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		os.Remove(tmp) // no empty .tmp left behind (a full disk)
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/compare"
+	"github.com/tokbench/tokbench/results"
 )
 
 type compareFlags struct {
@@ -136,5 +136,5 @@ func writeCompareHTML(path string, base *compare.Run, outs []compare.Outcome) er
 	if err := compare.WriteHTML(&b, base, outs); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return results.WriteFile(path, b.Bytes())
 }
