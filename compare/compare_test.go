@@ -302,6 +302,13 @@ func TestGateTripsOnSeparatedRuns(t *testing.T) {
 	if len(trips) != 1 || !trips[0].Fails || !strings.Contains(trips[0].Reason, "is significant (Mann-Whitney p=") {
 		t.Errorf("trips = %+v, want a significant failure", trips)
 	}
+	// A statistic one run lacks (an import of aggregates leaves it 0)
+	// cannot be judged: the gate fails, and says so.
+	b.Summary.Levels[0].TTFT.P95 = 0
+	if trips := Compare(a, b, Options{}).Check(conds); len(trips) != 1 || !trips[0].Fails || !strings.Contains(trips[0].Reason, "could not be judged") {
+		t.Errorf("no value: trips = %+v, want a failure", trips)
+	}
+	b.Summary.Levels[0].TTFT.P95 = r.B
 	// The other way round it is an improvement, and a gate on a rise holds
 	// nowhere.
 	if trips := Compare(b, a, Options{}).Check(conds); len(trips) != 1 || trips[0].Holds || trips[0].Fails {

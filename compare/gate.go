@@ -89,7 +89,7 @@ type Trip struct {
 // its evidence and does not fail. A condition that no test could judge (an
 // aggregate, a percentile with too few requests beyond it, a run without
 // requests.jsonl) fails on its threshold alone, and its reason says what
-// would let it be tested.
+// would let it be tested; one on a statistic a run does not have fails.
 func (d *Diff) Check(conds []Condition) []Trip {
 	var out []Trip
 	for i := range d.Levels {
@@ -98,7 +98,9 @@ func (d *Diff) Check(conds []Condition) []Trip {
 			r := ld.row(c.Metric, c.Stat, d.Options)
 			t := Trip{Cond: c, Load: ld.Load.String(), Row: r}
 			if r.Verdict == Undefined {
-				t.Reason = fmt.Sprintf("%s: %s: no value in one of the runs", t.Load, c.Expr)
+				// Nothing to judge is no gate passed.
+				t.Fails = true
+				t.Reason = fmt.Sprintf("%s: %s: no value in one of the runs, so it could not be judged: failing", t.Load, c.Expr)
 				out = append(out, t)
 				continue
 			}
