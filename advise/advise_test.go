@@ -99,3 +99,36 @@ func TestStandingLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseConsidersEveryLevel is issue 34's case: voice missed tps_p5 ≥
+// 60 at c=1 (56.78) and met both objectives at c=4 (TTFT p95 61.8 ms,
+// tps_p5 88.8). The verdict is "meets", judged at c=4, not "no level
+// meets".
+func TestAdviseConsidersEveryLevel(t *testing.T) {
+	lv := func(c int, ttftP95, tpsP5 float64) metrics.Level {
+		l := metrics.Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}, OutputTPS: 100 * float64(c)}
+		l.Requests.Sent, l.Requests.Completed = 16, 16
+		l.InputTokens, l.OutputTokens = 16*512, 16*128
+		l.TTFT = metrics.Stats{Count: 16, P50: ttftP95 / 2, P95: ttftP95}
+		l.DecodeTPS = metrics.Stats{Count: 16, P5: tpsP5, P50: tpsP5 + 10}
+		return l
+	}
+	a, err := advise.Of([]advise.Endpoint{{Name: "e", Levels: []metrics.Level{lv(1, 40, 56.78), lv(4, 61.8, 88.8)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range a.Uses {
+		if u.Profile != "voice" {
+			continue
+		}
+		st := u.Endpoints[0]
+		if !st.Meets || st.UpTo != 4 || st.Level == nil || st.Level.Load != "c=4" || u.Choice != "e" {
+			t.Errorf("voice: %+v (level %+v), want met up to 4 users, judged at c=4", st, st.Level)
+		}
+		if strings.Contains(st.Statement, "no level meets") || !strings.Contains(st.Statement, "1 user (tps_p5>=60 (was 56.78)) did not") {
+			t.Errorf("voice: statement %q", st.Statement)
+		}
+		return
+	}
+	t.Fatal("no voice use")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -97,6 +98,9 @@ type Options struct {
 	Getenv func(string) string
 	// Version is the tool's version, for run.json.
 	Version string
+	// Host is what the machine allows (nil: LocalHost()); a plan it
+	// cannot run is refused (Plan.CheckHost).
+	Host *Host
 }
 
 // DefaultOptions are `tokbench bench`'s defaults.
@@ -188,6 +192,9 @@ func (opts Options) Plan() (*Plan, error) {
 			p.Notes = append(p.Notes, note)
 		}
 	}
+	if o.trace != nil {
+		p.Notes = append(p.Notes, o.trace.Notes...)
+	}
 	promptSeed := o.Seed // given, --seed fixes the prompts too
 	if !o.given("seed") {
 		promptSeed = rand.Uint64() | 1
@@ -205,6 +212,14 @@ func (opts Options) Plan() (*Plan, error) {
 		p.Levels = nil // the sweep picks its levels from results
 	}
 	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	host := o.Host
+	if host == nil {
+		h := LocalHost()
+		host = &h
+	}
+	if err := p.CheckHost(*host); err != nil {
 		return nil, err
 	}
 	p.Meta = o.meta(p.Workload)
@@ -371,6 +386,11 @@ func (o *options) protocol() error {
 		if _, err := (api.OpenAI{}).Endpoint(o.URL); err != nil {
 			return inputErrorf("--url: %v", err)
 		}
+		// Every API tokbench speaks runs over HTTP: another scheme is the
+		// URL's mistake, not a server that is down.
+		if u, _ := url.Parse(strings.TrimSpace(o.URL)); u.Scheme != "http" && u.Scheme != "https" {
+			return inputErrorf("--url: scheme %q is not http or https: want http(s)://host[:port][/v1]", u.Scheme)
+		}
 	}
 	if o.API != "auto" {
 		if _, err := api.ByName(o.API); err != nil {
@@ -424,7 +444,7 @@ func (o *options) workload() error {
 	if o.Dataset == "" {
 		return nil
 	}
-	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed)
+	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed, workload.Limits{Tokenizer: o.tok})
 	if errors.Is(err, workload.ErrFormat) {
 		return inputErrorf("--dataset-format: %v", err)
 	} else if err != nil {
@@ -527,7 +547,15 @@ func (o *options) credentials(p *Plan) error {
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
 			return inputErrorf("--header: want 'Name: value', got %q", redactHeaderArg(h))
 		}
+		if i := strings.IndexFunc(name, func(r rune) bool { return !headerNameRune(r) }); i >= 0 {
+			return inputErrorf("--header: name %q holds %q, which a header name cannot", name, name[i:i+1])
+		}
 		value = strings.TrimSpace(value)
+		// A CR or LF would end the header and start another (or the
+		// body): HTTP forbids them, and Go's client refuses to send one.
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return inputErrorf("--header: the value of %s holds a line break or NUL (CR, LF or NUL), which a header value cannot", name)
+		}
 		p.Header.Add(name, value)
 		if sensitiveHeader(name) {
 			p.Secrets = append(p.Secrets, value)
@@ -688,6 +716,16 @@ func ParseRates(flag, s string) ([]float64, error) {
 
 // sensitiveHeader reports whether a header's value is a credential.
 func sensitiveHeader(name string) bool { return api.SensitiveHeader(name) }
+
+// headerNameRune reports whether r may be in a header name: RFC 9110's
+// token characters.
+func headerNameRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	}
+	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
 
 // redactHeaderArg shows a --header argument with a sensitive value hidden.
 func redactHeaderArg(h string) string {

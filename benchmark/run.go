@@ -122,6 +122,11 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 		return nil, inputErrorf("--api: %v", err)
 	}
 	r.setAPIKey(p.APIKey)
+	if t := p.Workload.Trace; t != nil {
+		for _, n := range t.Notes {
+			r.notice("%s", n) // and in the summary's warnings, from the plan's notes
+		}
+	}
 	r.target = metrics.Target{URL: api.RedactURL(p.URL), API: r.adapter.Name(), Model: p.Model}
 	if p.URL == "" {
 		simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
@@ -183,6 +188,9 @@ func (r *run) setUp(ctx context.Context) error {
 		r.model, r.target.Model = m.ID, m.ID
 		engine = cmp.Or(engine, m.OwnedBy)
 	}
+	if err := r.checkContext(); err != nil {
+		return err
+	}
 	if err := r.serverPhysics(ctx); err != nil {
 		return err
 	}
@@ -203,6 +211,33 @@ func (r *run) setUp(ctx context.Context) error {
 			return fmt.Errorf("--tokenizer server: %w", err)
 		}
 		r.counter = srv
+	}
+	return nil
+}
+
+// checkContext refuses levels whose requests the server's context cannot
+// hold (prompt and max_tokens past max_model_len, which vLLM and the
+// simulator answer with a 400), by what the server said: its model list's
+// max_model_len, or what detection found. A server that says nothing is
+// not checked.
+func (r *run) checkContext() error {
+	limit := r.maxModelLen
+	if d := r.detected; limit == 0 && d != nil {
+		limit = d.MaxContext
+	}
+	wl := r.p.Workload
+	if limit <= 0 || len(wl.Rows) > 0 || wl.Trace != nil {
+		return nil
+	}
+	for _, lv := range r.p.Levels {
+		in := wl.InputTokens
+		if lv.Load.InputTokens > 0 {
+			in = lv.Load.InputTokens
+		}
+		if need := wl.PrefixTokens + in + wl.OutputTokens; need > limit {
+			return inputErrorf("--input-tokens: %d prompt tokens and %d of output at %s are %d, past the server's context of %d tokens (max_model_len): the server would refuse every request",
+				wl.PrefixTokens+in, wl.OutputTokens, lv.Load, need, limit)
+		}
 	}
 	return nil
 }

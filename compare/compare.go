@@ -3,16 +3,18 @@
 // them is real or noise. It also checks that runs are like for like and
 // evaluates regression gates such as "ttft_p95>+10%".
 //
-// A change is called better or worse only when the Mann-Whitney U test of
-// the two runs' per-request samples of that metric gives p < Options.Alpha
-// and the change is at least Options.MinChange; anything else is "~", no
-// significant change. Aggregate metrics (output_tps, request_rps…) have one
-// value per level and so no test: a change beyond MinChange is shown as
-// "better?" or "worse?" and never counted as significant, but a gate on an
-// aggregate trips on its threshold alone (the threshold is the user's own
-// tolerance) and says that no test was possible. A distribution statistic
-// of 0 is unknown (summaries imported from vLLM aggregates by ReadVLLM
-// leave what the file does not give at 0): its row is "n/a".
+// A change is called better or worse only when a test finds it (see Row)
+// and it is at least Options.MinChange; "~" is a change under MinChange or
+// one a test found to be noise. A row beyond MinChange that no test could
+// judge reads "better?" or "worse?" and carries Row.Untested: aggregate
+// metrics (output_tps, request_rps…) have one value per level; a percentile
+// needs a few requests beyond it on each side for its own interval, and
+// with fewer it is a change only when a rank test of all requests finds
+// them moved its way. A gate that holds on a row no test could judge trips
+// on its threshold alone (the threshold is the user's own tolerance) and
+// says what would let it be tested. A distribution statistic of 0 is
+// unknown (summaries imported from vLLM aggregates by ReadVLLM leave what
+// the file does not give at 0): its row is "n/a".
 //
 // Everything here is pure: values in, values out, safe for concurrent use.
 package compare
@@ -180,7 +182,12 @@ type Row struct {
 	CILo, CIHi  float64
 	NA, NB      int
 	Significant bool
-	Verdict     string
+	// Untested says why the row's change could not be judged and what
+	// would let it be: an aggregate, too few requests beyond a percentile
+	// (when the rank test of all requests did not find the shift either),
+	// no requests.jsonl. "" when a test judged the row.
+	Untested string
+	Verdict  string
 }
 
 // Name is the row's gate name: "ttft_p95", "output_tps".
@@ -326,7 +333,7 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 	if r.A != 0 {
 		r.Rel = r.Delta / math.Abs(r.A)
 	}
-	big := r.Delta != 0 && (r.A == 0 || math.Abs(r.Rel) >= opt.MinChange)
+	big := r.beyond(opt.MinChange)
 	if pa, pb := perRun(ld.A, r.Name()), perRun(ld.B, r.Name()); len(pa) >= minRuns && len(pb) >= minRuns {
 		// Repeated runs: one value per run is the sampling unit.
 		_, lo, hi, _ := welch(pa, pb)
@@ -336,11 +343,27 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 		xa, xb := samples(m, ld.sa), samples(m, ld.sb)
 		r.NA, r.NB = len(xa), len(xb)
 		q, isQ := quantileName(stat)
+		n := min(r.NA, r.NB)
 		switch {
-		case isQ && (min(r.NA, r.NB) < minBlocks || float64(min(r.NA, r.NB))*min(q, 100-q)/100 < minBeyond):
-			// Too few requests beyond the percentile on a side to tell
-			// its change from the runs' own spread: not tested.
-		case r.NA >= 2 && r.NB >= 2:
+		case n == 0:
+			r.Untested = "no per-request samples (requests.jsonl) on a side"
+		case isQ && (n < minBlocks || float64(n)*min(q, 100-q)/100 < minBeyond):
+			// Too few requests beyond the percentile on a side for its own
+			// interval. A rank test of every request is still valid at
+			// this size: when it finds B's requests as a whole moved the
+			// way the percentile did, that is a change; when it does not,
+			// it says nothing of the tail, and the row stays untested.
+			u, p := MannWhitney(xa, xb)
+			r.Tested, r.Test, r.P = true, "Mann-Whitney U", p
+			up := u < float64(r.NA*r.NB)/2 // A's values rank below B's
+			r.Significant = p < opt.Alpha && big && up == (r.Delta > 0)
+			if !r.Significant {
+				r.Untested = fmt.Sprintf("%s of %d and %d requests has fewer than %d beyond it on a side, and a rank test of all of them (p %s) shows no shift its way; %d requests a level, or --repeat %d, would let it be tested",
+					stat, r.NA, r.NB, minBeyond, pValue(p), requestsToTest(q), minRuns)
+			}
+		case n < 2:
+			r.Untested = fmt.Sprintf("%d and %d requests: 2 a side, or --repeat %d, would let it be tested", r.NA, r.NB, minRuns)
+		default:
 			r.Tested = true
 			_, r.P = MannWhitney(xa, xb)
 			if isQ {
@@ -354,21 +377,42 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 				r.Significant = r.P < opt.Alpha && big
 			}
 		}
+	} else {
+		r.Untested = "aggregate: one value per level, no per-request test"
+		if len(perRun(ld.A, r.Name())) > 0 || len(perRun(ld.B, r.Name())) > 0 {
+			r.Untested += fmt.Sprintf(", and fewer than %d runs a side to test per run", minRuns)
+		}
 	}
 	switch {
-	case m.Sample == nil && big && !r.Tested:
+	case !big:
+		r.Verdict = NoChange
+	case r.Significant && (r.Delta < 0) == m.LowerBetter:
+		r.Verdict = Better
+	case r.Significant:
+		r.Verdict = Worse
+	case r.Untested != "":
+		// Beyond MinChange and not tested: a "?" verdict, never "~",
+		// which would claim what no test found.
 		r.Verdict = Better + "?"
 		if (r.Delta < 0) != m.LowerBetter {
 			r.Verdict = Worse + "?"
 		}
-	case !r.Significant:
-		r.Verdict = NoChange
-	case (r.Delta < 0) == m.LowerBetter:
-		r.Verdict = Better
 	default:
-		r.Verdict = Worse
+		r.Verdict = NoChange
 	}
 	return r
+}
+
+// beyond says the change is at least minChange (a fraction of A), the
+// least that is called better or worse.
+func (r Row) beyond(minChange float64) bool {
+	return r.Delta != 0 && (r.A == 0 || math.Abs(r.Rel) >= minChange)
+}
+
+// requestsToTest is how many requests a side let percentile q be tested
+// by its own interval: minBeyond beyond it, and minBlocks in all.
+func requestsToTest(q float64) int {
+	return max(minBlocks, int(math.Ceil(minBeyond*100/min(q, 100-q)-1e-9)))
 }
 
 // Changes are the rows of every level with a significant change.

@@ -260,7 +260,8 @@ func TestCheckFailsOnlyOnSignificantChange(t *testing.T) {
 	}
 
 	// Three samples each, B 20% slower to first token but overlapping: the
-	// condition holds on the numbers, and the test cannot call it.
+	// condition holds on the numbers, and no test can call it: the gate
+	// trips on its threshold and says what would let it judge.
 	few := load(t, writeRun(t, meta, level{conc: 1, n: 3, ttft: 100, gap: 10, tokens: 8, seed: 5}))
 	few2 := load(t, writeRun(t, meta, level{conc: 1, n: 3, ttft: 100, gap: 10, tokens: 8, seed: 5}))
 	for i := range few2.Records {
@@ -272,8 +273,49 @@ func TestCheckFailsOnlyOnSignificantChange(t *testing.T) {
 	few2.Summary.Levels[0].TTFT.P95 *= 1.2
 	conds, _ = ParseConditions("ttft_p95>+10%")
 	trips = Compare(few, few2, Options{}).Check(conds)
-	if len(trips) != 1 || !trips[0].Holds || trips[0].Fails || !strings.Contains(trips[0].Reason, "not significant") {
-		t.Errorf("trips = %+v", trips)
+	if len(trips) != 1 || !trips[0].Holds || !trips[0].Fails ||
+		!strings.Contains(trips[0].Reason, "could not be tested") || !strings.Contains(trips[0].Reason, "40 requests a level, or --repeat 3") {
+		t.Errorf("trips = %+v, want a failure on the threshold that names 40 requests", trips)
+	}
+	// The same change under --min-change is not a failure, tested or not.
+	if trips = Compare(few, few2, Options{MinChange: 0.25}).Check(conds); len(trips) != 1 || !trips[0].Holds || trips[0].Fails {
+		t.Errorf("under min-change: trips = %+v, want holds and not failing", trips)
+	}
+}
+
+// TestGateTripsOnSeparatedRuns is issue 34's case: 16 requests a side and
+// every TTFT of B above every TTFT of A, +151% at p95. Too few requests
+// lie beyond p95 for its own interval, but the rank test of all of them is
+// decisive (U = 0: p = erfc(z/√2), z = (128 − 0.5)/√(256·33/12)), so the
+// gate trips as significant and the row reads "worse", not "~".
+func TestGateTripsOnSeparatedRuns(t *testing.T) {
+	a := load(t, writeRun(t, meta, level{conc: 1, n: 16, ttft: 22.5, gap: 10, tokens: 8, seed: 1}))
+	b := load(t, writeRun(t, meta, level{conc: 1, n: 16, ttft: 52.75, gap: 10, tokens: 8, seed: 2}))
+	d := Compare(a, b, Options{})
+	r := findRow(t, d, 0, "ttft_p95")
+	wantP := math.Erfc((128 - 0.5) / math.Sqrt(256.0*33/12) / math.Sqrt2)
+	if r.Verdict != Worse || !r.Significant || r.Test != "Mann-Whitney U" || math.Abs(r.P-wantP) > 1e-12 || r.NA != 16 || r.NB != 16 {
+		t.Errorf("ttft_p95 = %+v, want worse by Mann-Whitney p=%.3g over 16/16", r, wantP)
+	}
+	if r.Rel < 1.1 {
+		t.Fatalf("ttft_p95 changed %+.1f%%, the case wants more than +110%%", 100*r.Rel)
+	}
+	conds, _ := ParseConditions("ttft_p95>+10%")
+	trips := d.Check(conds)
+	if len(trips) != 1 || !trips[0].Fails || !strings.Contains(trips[0].Reason, "is significant (Mann-Whitney p <0.001") {
+		t.Errorf("trips = %+v, want a significant failure", trips)
+	}
+	// A statistic one run lacks (an import of aggregates leaves it 0)
+	// cannot be judged: the gate fails, and says so.
+	b.Summary.Levels[0].TTFT.P95 = 0
+	if trips := Compare(a, b, Options{}).Check(conds); len(trips) != 1 || !trips[0].Fails || !strings.Contains(trips[0].Reason, "could not be judged") {
+		t.Errorf("no value: trips = %+v, want a failure", trips)
+	}
+	b.Summary.Levels[0].TTFT.P95 = r.B
+	// The other way round it is an improvement, and a gate on a rise holds
+	// nowhere.
+	if trips := Compare(b, a, Options{}).Check(conds); len(trips) != 1 || trips[0].Holds || trips[0].Fails {
+		t.Errorf("B against A: trips = %+v, want not holding", trips)
 	}
 }
 
@@ -351,17 +393,30 @@ func TestSaysWhatWasTested(t *testing.T) {
 	if r.Test != "block bootstrap" || !(r.CILo <= r.Delta && r.Delta <= r.CIHi) {
 		t.Errorf("ttft_p50: test %q, interval [%g, %g] around a change of %g", r.Test, r.CILo, r.CIHi, r.Delta)
 	}
-	// 20 requests a side: one beyond p95, too few to test it.
-	if r := findRow(t, d, 0, "ttft_p95"); r.Tested || r.Verdict != NoChange {
-		t.Errorf("ttft_p95 of 20 requests: %+v, want untested and no change", r)
+	// 20 requests a side: one beyond p95, too few for its own interval; the
+	// rank test of all of them finds no shift (the runs are alike), so the
+	// row is untested, and its +2.7% reads "worse?", not "~".
+	if r := findRow(t, d, 0, "ttft_p95"); r.Test != "Mann-Whitney U" || r.Significant || r.Verdict != Worse+"?" ||
+		!strings.Contains(r.Untested, "40 requests a level") {
+		t.Errorf("ttft_p95 of 20 requests: %+v, want untested, worse?, naming 40 requests", r)
 	}
-	// Every row here is judged by a 95% interval or at alpha 0.05: 5% each.
+	// TTFT p95 and p99, decode TPS p5 and E2E p95 are rank-tested (alpha
+	// each), the other rows by a 95% interval (5% each).
+	mw := 0
+	for _, r := range d.Levels[0].Rows {
+		if r.Test == "Mann-Whitney U" {
+			mw++
+		}
+	}
+	if mw != 4 {
+		t.Errorf("%d rows rank-tested, want 4", mw)
+	}
 	if got := d.ByChance(); math.Abs(got-0.05*float64(n)) > 1e-9 {
 		t.Errorf("ByChance = %g, want %g", got, 0.05*float64(n))
 	}
-	// --alpha sets Mann-Whitney's level, not the intervals': still 5% each.
-	if _, rep, _ := All(a, []*Run{b}, Options{Alpha: 0.01}, nil, ""); math.Abs(rep.ByChance-0.05*float64(n)) > 1e-9 {
-		t.Errorf("alpha 0.01: by chance %g, want %g (the rows are interval-tested)", rep.ByChance, 0.05*float64(n))
+	// --alpha sets Mann-Whitney's level, not the intervals'.
+	if _, rep, _ := All(a, []*Run{b}, Options{Alpha: 0.01}, nil, ""); math.Abs(rep.ByChance-(0.05*float64(n-mw)+0.01*float64(mw))) > 1e-9 {
+		t.Errorf("alpha 0.01: by chance %g, want %g", rep.ByChance, 0.05*float64(n-mw)+0.01*float64(mw))
 	}
 	_, rep, _ := All(a, []*Run{b, b}, Options{Alpha: 0.05}, nil, "")
 	if rep.Tested != 2*n || math.Abs(rep.ByChance-0.05*float64(2*n)) > 1e-9 {

@@ -75,16 +75,21 @@ type Trip struct {
 	Load  string
 	Row   Row
 	Holds bool // the change crosses the threshold
-	// Fails is Holds and the change is significant, or the metric is an
-	// aggregate, which has no test: the gate trips.
+	// Fails is Holds, the change is at least Options.MinChange, and
+	// either a test calls it significant or none could judge it (an
+	// aggregate, too few requests: Row.Untested says why): a gate that
+	// cannot judge trips on its threshold.
 	Fails  bool
 	Reason string
 }
 
 // Check evaluates the conditions at every level both runs have. A condition
-// on a per-request metric fails only when it holds and the change is
-// significant; one that holds on noise is reported with the p-value but does
-// not fail. A condition on an aggregate fails when it holds.
+// fails when it holds, the change is at least Options.MinChange, and a test
+// calls it significant; one that a test finds to be noise is reported with
+// its evidence and does not fail. A condition that no test could judge (an
+// aggregate, a percentile with too few requests beyond it, a run without
+// requests.jsonl) fails on its threshold alone, and its reason says what
+// would let it be tested; one on a statistic a run does not have fails.
 func (d *Diff) Check(conds []Condition) []Trip {
 	var out []Trip
 	for i := range d.Levels {
@@ -93,7 +98,9 @@ func (d *Diff) Check(conds []Condition) []Trip {
 			r := ld.row(c.Metric, c.Stat, d.Options)
 			t := Trip{Cond: c, Load: ld.Load.String(), Row: r}
 			if r.Verdict == Undefined {
-				t.Reason = fmt.Sprintf("%s: %s: no value in one of the runs", t.Load, c.Expr)
+				// Nothing to judge is no gate passed.
+				t.Fails = true
+				t.Reason = fmt.Sprintf("%s: %s: no value in one of the runs, so it could not be judged: failing", t.Load, c.Expr)
 				out = append(out, t)
 				continue
 			}
@@ -119,12 +126,16 @@ func (d *Diff) Check(conds []Condition) []Trip {
 			switch {
 			case !t.Holds:
 				t.Reason = fmt.Sprintf("%s: does not meet %s", desc, c.Expr)
-			case r.Significant || !r.Tested && r.Metric.Sample == nil:
+			case !r.beyond(d.Options.MinChange):
+				t.Reason = fmt.Sprintf("%s meets %s but changed less than --min-change %g%%: not failing", desc, c.Expr, 100*d.Options.MinChange)
+			case r.Significant:
 				t.Fails = true
-				t.Reason = fmt.Sprintf("%s meets %s (%s)", desc, c.Expr, evidence(r))
-				if r.Tested {
-					t.Reason = fmt.Sprintf("%s meets %s and is significant (%s)", desc, c.Expr, evidence(r))
-				}
+				t.Reason = fmt.Sprintf("%s meets %s and is significant (%s)", desc, c.Expr, evidence(r))
+			case r.Untested != "":
+				// A gate that cannot judge does not pass: the threshold
+				// is the user's own tolerance, and it is crossed.
+				t.Fails = true
+				t.Reason = fmt.Sprintf("%s meets %s and could not be tested (%s): failing on the threshold alone", desc, c.Expr, r.Untested)
 			default:
 				t.Reason = fmt.Sprintf("%s meets %s but is not significant (%s): not failing", desc, c.Expr, evidence(r))
 			}
@@ -135,12 +146,14 @@ func (d *Diff) Check(conds []Condition) []Trip {
 }
 
 func evidence(r Row) string {
-	switch {
-	case r.Tested:
-		return fmt.Sprintf("Mann-Whitney p %s, n=%d/%d", pValue(r.P), r.NA, r.NB)
-	case r.Metric.Sample == nil:
-		return "aggregate, no per-request test; judged by size alone"
-	default:
-		return "too few per-request samples to test"
+	switch r.Test {
+	case "per-run Welch t":
+		return fmt.Sprintf("per-run Welch t, 95%% interval [%s, %s], %d/%d runs", metrics.Figure(r.CILo), metrics.Figure(r.CIHi), r.NA, r.NB)
+	case "block bootstrap":
+		return fmt.Sprintf("block bootstrap, 95%% interval [%s, %s], n=%d/%d", metrics.Figure(r.CILo), metrics.Figure(r.CIHi), r.NA, r.NB)
 	}
+	if _, isQ := quantileName(r.Stat); isQ {
+		return fmt.Sprintf("Mann-Whitney p %s over all n=%d/%d requests; too few beyond %s for its own interval", pValue(r.P), r.NA, r.NB, r.Stat)
+	}
+	return fmt.Sprintf("Mann-Whitney p %s, n=%d/%d", pValue(r.P), r.NA, r.NB)
 }

@@ -63,7 +63,10 @@ type JSONRow struct {
 	NA          int         `json:"n_a"`
 	NB          int         `json:"n_b"`
 	Significant bool        `json:"significant"`
-	Verdict     string      `json:"verdict"`
+	// Untested says why no test judged the row and what would let one
+	// (Row.Untested); absent when a test did.
+	Untested string `json:"untested,omitempty"`
+	Verdict  string `json:"verdict"`
 }
 
 // JSONGate is the outcome of --fail-if.
@@ -94,7 +97,7 @@ func (d *Diff) JSON() JSONDiff {
 		jl := JSONLevel{Load: ld.Load}
 		for _, r := range ld.Rows {
 			jr := JSONRow{Metric: r.Name(), Unit: r.Metric.Unit, LowerBetter: r.Metric.LowerBetter,
-				Tested: r.Tested, NA: r.NA, NB: r.NB, Significant: r.Significant, Verdict: r.Verdict}
+				Tested: r.Tested, NA: r.NA, NB: r.NB, Significant: r.Significant, Untested: r.Untested, Verdict: r.Verdict}
 			if r.Verdict != Undefined {
 				jr.A, jr.B, jr.Delta, jr.Rel = ptr(r.A), ptr(r.B), ptr(r.Delta), ptr(r.Rel)
 			}
@@ -133,7 +136,8 @@ type Outcome struct {
 
 // All compares every run of others with base and checks conds (parsed
 // from failIf) on each, returning the outcomes and the JSON report of
-// them all. A gate fails when a condition holds significantly; a run that
+// them all. A gate fails when a condition holds significantly or holds and
+// cannot be tested (Diff.Check); a run that
 // shares no level with base is in Nothing, since nothing compared is no
 // gate passed.
 func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string) ([]Outcome, Report, []string) {

@@ -47,8 +47,12 @@ func (d *Diff) WriteText(w io.Writer) error {
 			switch {
 			case r.Test == "block bootstrap" || r.Test == "per-run Welch t":
 				p = fmt.Sprintf("[%s, %s]", metrics.Figure(r.CILo), metrics.Figure(r.CIHi))
+			case r.Tested && r.Untested != "":
+				p = "p " + pValue(r.P) + ", all requests; untested"
 			case r.Tested:
 				p = "p " + pValue(r.P)
+			case r.Untested != "" && r.Metric.Sample != nil:
+				p = "untested"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, metrics.Figure(r.A), metrics.Figure(r.B), fmtChange(r), r.Verdict, p)
 		}
@@ -60,7 +64,7 @@ func (d *Diff) WriteText(w io.Writer) error {
 	var untested []string
 	for _, ld := range d.Levels {
 		for _, r := range ld.Rows {
-			if strings.HasSuffix(r.Verdict, "?") {
+			if strings.HasSuffix(r.Verdict, "?") && r.Metric.Sample == nil {
 				untested = append(untested, fmt.Sprintf("%s %s", ld.Load, r.Name()))
 			}
 		}
@@ -76,8 +80,13 @@ func (d *Diff) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "%d comparisons tested. A row is a change when the 95%% interval of B − A excludes 0 and the change is at least %g%%: "+
 			"with 3 or more runs a side (--repeat), by Welch's t over one value per run; else, for a percentile with at least %d requests beyond it on each side, "+
 			"from a block bootstrap (%d resamples of blocks of consecutive requests, so requests that ran together stay together; it assumes blocks, not requests, are independent); "+
-			"other rows by Mann-Whitney U (alpha %g). About %.1f would be called a change by chance alone\n",
+			"other rows by Mann-Whitney U (alpha %g), and a percentile with fewer beyond it by Mann-Whitney U over all requests, "+
+			"which calls a change only when they all moved and else leaves the row untested. About %.1f would be called a change by chance alone\n",
 			tests, 100*d.Options.MinChange, minBeyond, bootstrapResamples, d.Options.Alpha, d.ByChance())
+	}
+	if n := d.untestedChanges(); n > 0 {
+		fmt.Fprintf(w, "%d rows changed by %g%% or more and could not be tested (better? or worse?: no test judged them; --format json says why of each)\n",
+			n, 100*d.Options.MinChange)
 	}
 	ch := d.Changes()
 	if len(ch) == 0 {
@@ -119,6 +128,19 @@ func (d *Diff) Tested() int {
 	for _, ld := range d.Levels {
 		for _, r := range ld.Rows {
 			if r.Tested {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// untestedChanges counts the rows beyond MinChange that no test judged.
+func (d *Diff) untestedChanges() int {
+	n := 0
+	for _, ld := range d.Levels {
+		for _, r := range ld.Rows {
+			if r.Untested != "" && r.Verdict != NoChange && r.Verdict != Undefined {
 				n++
 			}
 		}

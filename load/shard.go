@@ -14,7 +14,8 @@ import (
 // users and requests are dealt out as evenly as integers allow (the first
 // shards take one more), the rate is divided, and constant-rate schedules
 // are phase-shifted so that the shards' sends interleave into one even
-// stream at the full rate.
+// stream at the full rate. Warm-up requests are dealt out too, but every
+// shard warms up: one given, each shard runs at least one.
 type Shard struct{ Index, Count int }
 
 // ParseShard reads "I/N" (0 ≤ I < N).
@@ -93,7 +94,13 @@ func (s Shard) Apply(lv Level) Level {
 	if lv.Requests > 0 {
 		lv.Requests = s.Part(lv.Requests)
 	}
-	lv.Warmup = s.Part(lv.Warmup)
+	if lv.Warmup > 0 {
+		// Every shard is a client of its own, with its own connections
+		// and no request's duration yet known to spread its users'
+		// starts over: each warms up, with its share of the warm-up
+		// requests and at least one.
+		lv.Warmup = max(s.Part(lv.Warmup), 1)
+	}
 	lv.Seed = s.Seed(lv.Seed)
 	return lv
 }

@@ -70,6 +70,31 @@ func TestShardConstantRateInterleaves(t *testing.T) {
 	}
 }
 
+// TestEveryShardWarmsUp is issue 34's case: --warmup 1 (the default) over
+// 4 shards left shards 1–3 none, and their users started together. Each
+// shard runs its share of the warm-up, at least one; none without one
+// asked.
+func TestEveryShardWarmsUp(t *testing.T) {
+	for _, c := range []struct {
+		warmup, shards int
+		want           []int
+	}{
+		{1, 4, []int{1, 1, 1, 1}},
+		{8, 4, []int{2, 2, 2, 2}},
+		{5, 4, []int{2, 1, 1, 1}},
+		{0, 4, []int{0, 0, 0, 0}},
+	} {
+		for i, want := range c.want {
+			for _, mode := range []metrics.Mode{metrics.ModeConcurrency, metrics.ModeRate} {
+				lv := Level{Load: metrics.Load{Mode: mode, Concurrency: 8, RateRPS: 4}, Requests: 40, Warmup: c.warmup}
+				if got := (Shard{Index: i, Count: c.shards}).Apply(lv).Warmup; got != want {
+					t.Errorf("%s: --warmup %d, shard %d/%d: %d warm-up requests, want %d", mode, c.warmup, i, c.shards, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestShardRampInterleaves: N shards of a ramped level start their users
 // at the instants one unsharded ramp would — also when the users do not
 // divide evenly among the shards.

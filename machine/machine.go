@@ -252,6 +252,10 @@ func cpuModel() string {
 func memTotal() float64     { return meminfo("MemTotal") }
 func memAvailable() float64 { return meminfo("MemAvailable") }
 
+// MemoryAvailable is the memory available to a new process, in bytes
+// (/proc/meminfo's MemAvailable; 0 where there is none).
+func MemoryAvailable() float64 { return memAvailable() }
+
 func meminfo(key string) float64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {

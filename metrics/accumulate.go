@@ -150,6 +150,10 @@ func (a *Accumulator) Add(r *Record) {
 	a.steady.add(r)
 	a.chains.add(r)
 	a.conn.add(r)
+	if !r.OK && r.ErrorClass == ClassInterrupted {
+		lv.Requests.Interrupted++
+		return
+	}
 	if !r.OK {
 		lv.Requests.Failed++
 		cls := cmp.Or(r.ErrorClass, "unknown")

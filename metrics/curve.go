@@ -75,7 +75,9 @@ func curve(levels []Level, mode Mode) []*Level {
 }
 
 // FindCapacity answers "how much load meets every SLO?" from levels that
-// carry SLO verdicts (see ApplySLOs), for the mode of the first level.
+// carry SLO verdicts (see ApplySLOs), for the mode of the first level: the
+// highest level that passed, interpolated towards the next level above it,
+// which failed. Levels below it that failed are named in the statement.
 func FindCapacity(levels []Level, slos []SLO) *Capacity {
 	if len(levels) == 0 || len(slos) == 0 {
 		return nil
@@ -88,12 +90,24 @@ func FindCapacity(levels []Level, slos []SLO) *Capacity {
 	}
 	goal := strings.Join(exprs, " and ")
 	c := &Capacity{Mode: mode}
+	// The highest level that passed, wherever it lies: a lower level may
+	// fail where a higher one passes (a decode rate that rises with the
+	// batch, one slow level), and no level is left out of the verdict.
 	pass := -1
 	for i, l := range lv {
-		if l.SLO == nil || !l.SLO.Met {
-			break
+		if l.SLO != nil && l.SLO.Met {
+			pass = i
 		}
-		pass = i
+	}
+	var below []string // the levels under the capacity that failed
+	for _, l := range lv[:max(pass, 0)] {
+		if l.SLO == nil || !l.SLO.Met {
+			below = append(below, fmt.Sprintf("%s (%s)", unitOf(mode, LoadValue(l.Load)), firstBroken(l)))
+		}
+	}
+	failedBelow := ""
+	if len(below) > 0 {
+		failedBelow = "; below it, " + strings.Join(below, ", ") + " did not"
 	}
 	if pass < 0 {
 		first := lv[0]
@@ -106,7 +120,7 @@ func FindCapacity(levels []Level, slos []SLO) *Capacity {
 	c.MeasuredPassing = LoadValue(p.Load)
 	c.Value = c.MeasuredPassing
 	if pass == len(lv)-1 {
-		c.Statement = fmt.Sprintf("holds at least %s at %s (the highest level measured)", unitOf(mode, c.Value), goal)
+		c.Statement = fmt.Sprintf("holds at least %s at %s (the highest level measured)%s", unitOf(mode, c.Value), goal, failedBelow)
 		return c
 	}
 	f := lv[pass+1]
@@ -130,8 +144,8 @@ func FindCapacity(levels []Level, slos []SLO) *Capacity {
 	if mode == ModeConcurrency {
 		c.Value = math.Floor(best)
 	}
-	c.Statement = fmt.Sprintf("holds %s at %s (between %s, which passed, and %s, where %s broke)",
-		unitOf(mode, c.Value), goal, trim(c.MeasuredPassing), trim(c.FirstFailing), c.LimitedBy)
+	c.Statement = fmt.Sprintf("holds %s at %s (between %s, which passed, and %s, where %s broke)%s",
+		unitOf(mode, c.Value), goal, trim(c.MeasuredPassing), trim(c.FirstFailing), c.LimitedBy, failedBelow)
 	return c
 }
 

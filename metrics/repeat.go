@@ -131,6 +131,7 @@ func foldRuns(runs []Level, slos []SLO, fold func([]float64) float64, name strin
 		out.Requests.Sent += r.Requests.Sent
 		out.Requests.Completed += r.Requests.Completed
 		out.Requests.Failed += r.Requests.Failed
+		out.Requests.Interrupted += r.Requests.Interrupted
 		for k, v := range r.Requests.Errors {
 			out.Requests.Errors[k] += v
 		}

@@ -211,3 +211,34 @@ func FuzzParseSLOs(f *testing.F) {
 		}
 	})
 }
+
+// TestCapacityConsidersEveryLevel is issue 34's voice case: c=1 misses
+// tps_p5>=60 at 56.78 while c=4 meets both objectives (TTFT p95 61.8 ms,
+// tps_p5 88.8) and c=16 misses again. The capacity is c=4's, and the
+// statement names the level below it that failed.
+func TestCapacityConsidersEveryLevel(t *testing.T) {
+	slos, _ := ParseSLOs("ttft_p95<=150ms,tps_p5>=60")
+	levels := []Level{
+		level(1, 40, 56.78, 60, 70),
+		level(4, 61.8, 88.8, 400, 100),
+		level(16, 400, 30, 900, 45),
+	}
+	for i := range levels {
+		ApplySLOs(&levels[i], nil, slos)
+	}
+	c := FindCapacity(levels, slos)
+	// ttft_p95: margin at 4 = (150−61.8)/150 = 0.588, at 16 = −1.667 → 4 + 12·0.588/2.255 = 7.13;
+	// tps_p5: at 4 = 0.48, at 16 = −0.5 → 4 + 12·0.48/0.98 = 9.88: TTFT binds, 7 users.
+	if c.MeasuredPassing != 4 || c.FirstFailing != 16 || c.Value != 7 || c.LimitedBy != "ttft_p95<=150ms" {
+		t.Fatalf("capacity = %+v, want 7 users between 4 and 16", c)
+	}
+	want := "holds 7 users at ttft_p95<=150ms and tps_p5>=60 (between 4, which passed, and 16, where ttft_p95<=150ms broke); below it, 1 user (tps_p5>=60 (was 56.78)) did not"
+	if c.Statement != want {
+		t.Errorf("statement = %q\nwant        %q", c.Statement, want)
+	}
+	// The highest level passing: "at least", and the failure below named.
+	c = FindCapacity(levels[:2], slos)
+	if c.MeasuredPassing != 4 || c.Value != 4 || !strings.Contains(c.Statement, "holds at least 4 users") || !strings.Contains(c.Statement, "below it, 1 user") {
+		t.Errorf("c=1,4: capacity = %+v", c)
+	}
+}

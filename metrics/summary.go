@@ -76,15 +76,25 @@ type TurnStats struct {
 }
 
 // Requests counts a level's requests; Errors is keyed by error class.
+// Sent is Completed + Failed + Interrupted.
 type Requests struct {
-	Sent      int            `json:"sent"`
-	Completed int            `json:"completed"`
-	Failed    int            `json:"failed"`
-	Errors    map[string]int `json:"errors"`
+	Sent      int `json:"sent"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// Interrupted are the streams the client cut (class "interrupted":
+	// Ctrl-C's grace ran out while they streamed): neither completed nor
+	// the server's failures, so they are in neither count, nor in Errors
+	// or the error rate.
+	Interrupted int            `json:"interrupted,omitempty"`
+	Errors      map[string]int `json:"errors"`
 	// ErrorSamples holds, per error class, the message of its first
 	// failure (the status line and the server's words for HTTP errors).
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 }
+
+// ClassInterrupted is the error class of a stream the client cut
+// (api.ClassInterrupted).
+const ClassInterrupted = "interrupted"
 
 // Shortfall compares the output length asked for with what came back.
 type Shortfall struct {

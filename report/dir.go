@@ -28,15 +28,7 @@ func WriteHTMLFile(dir string) error {
 	if err := WriteHTML(&b, page); err != nil {
 		return err
 	}
-	path := filepath.Join(dir, "report.html")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return results.WriteFile(filepath.Join(dir, "report.html"), b.Bytes())
 }
 
 // ReadRun reads what a report shows from a run directory: summary.json is

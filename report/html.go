@@ -300,14 +300,25 @@ func metaRows(run *results.Run, s metrics.Summary) [][2]string {
 	for _, k := range sortedKeys(run.Meta) {
 		rows = append(rows, [2]string{k, run.Meta[k]})
 	}
-	keys := make([]string, 0, len(run.Config))
-	for k := range run.Config {
+	return configRows(rows, "config ", run.Config)
+}
+
+// configRows appends a row per value of a configuration object, in key
+// order; a nested object's values get rows of their own, named by their
+// path ("config load.slo"), rather than one row of raw JSON.
+func configRows(rows [][2]string, prefix string, m map[string]any) [][2]string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if v, ok := configValue(run.Config[k]); ok {
-			rows = append(rows, [2]string{"config " + k, v})
+		if sub, ok := m[k].(map[string]any); ok {
+			rows = configRows(rows, prefix+k+".", sub)
+			continue
+		}
+		if v, ok := configValue(m[k]); ok {
+			rows = append(rows, [2]string{prefix + k, v})
 		}
 	}
 	return rows
@@ -326,6 +337,24 @@ func configValue(v any) (string, bool) {
 	case []any:
 		if len(x) == 0 {
 			return "", false
+		}
+		// A list of plain values reads as one: "1, 4, 16".
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			switch e.(type) {
+			case map[string]any, []any, nil:
+				parts = nil
+			default:
+				if v, ok := configValue(e); ok {
+					parts = append(parts, v)
+				}
+			}
+			if parts == nil {
+				break
+			}
+		}
+		if parts != nil {
+			return strings.Join(parts, ", "), true
 		}
 	case map[string]any:
 		if len(x) == 0 {
@@ -381,7 +410,8 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <body>
 <h1>{{.Title}}{{if .Summary.Target.Simulated}} <span class="sim">(simulated)</span>{{end}}</h1>
 {{if .Interrupted}}<p class="warn">Interrupted: the last level is partial.</p>{{end}}
-<h2>Levels</h2>
+{{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
+{{end}}{{end}}<h2>Levels</h2>
 <table><tr>{{range cols}}<th class="n">{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}</table>
@@ -416,7 +446,6 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <table class="meta">{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>
 {{if .Server}}<h2>The server's own timing</h2>{{range .Server}}<p>{{.}}</p>
-{{end}}{{end}}{{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
 {{end}}{{end}}
 {{if .Errors}}<h2>Errors</h2><ul>{{range .Errors}}<li>{{.}}</li>
 {{end}}</ul>{{end}}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -92,7 +93,10 @@ func TestConfigValues(t *testing.T) {
 	}{
 		{nil, "", false}, {"", "", false}, {[]any{}, "", false}, {map[string]any{}, "", false},
 		{"auto", "auto", true}, {float64(4), "4", true}, {true, "true", true},
-		{[]any{float64(1), float64(4)}, "[1,4]", true},
+		{[]any{float64(1), float64(4)}, "1, 4", true},
+		{[]any{"X-A: [REDACTED]", "X-B: 1"}, "X-A: [REDACTED], X-B: 1", true},
+		{[]any{map[string]any{"a": float64(1)}}, `[{"a":1}]`, true},
+		{json.Number("15273817378005027001"), "15273817378005027001", true},
 		{map[string]any{"slo": "ttft_p95<=1s", "repeat": float64(1)}, `{"repeat":1,"slo":"ttft_p95<=1s"}`, true},
 	} {
 		got, ok := configValue(c.v)
@@ -102,6 +106,37 @@ func TestConfigValues(t *testing.T) {
 		if strings.Contains(got, "map[") || strings.Contains(got, "<nil>") {
 			t.Errorf("configValue(%#v) = %q: a Go value", c.v, got)
 		}
+	}
+}
+
+// TestReportWarningsFirstConfigFlat is issue 34's: the report's warnings
+// come before the levels, not under a 30-row configuration table, and a
+// nested configuration object ("load") reads as a row per value, not as
+// raw JSON.
+func TestReportWarningsFirstConfigFlat(t *testing.T) {
+	s := metrics.Summary{Schema: metrics.Schema, Warnings: []string{"planted warning"},
+		Levels: []metrics.Level{{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 1}}}}
+	run := &results.Run{Tool: "tokbench", Config: map[string]any{
+		"concurrency": []any{json.Number("1"), json.Number("4")},
+		"load":        map[string]any{"slo": "ttft_p95<=1s", "repeat": json.Number("3"), "steps": map[string]any{"n": json.Number("5")}},
+	}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, Page{Run: run, Summary: s}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	warn, levels, cfg := strings.Index(html, "planted warning"), strings.Index(html, "<h2>Levels</h2>"), strings.Index(html, "<h2>Run</h2>")
+	if warn < 0 || levels < 0 || cfg < 0 || warn > levels || warn > cfg {
+		t.Errorf("warning at %d, levels at %d, run table at %d: want the warning first", warn, levels, cfg)
+	}
+	for _, want := range []string{"<th>config concurrency</th><td>1, 4</td>", "<th>config load.repeat</th><td>3</td>",
+		"<th>config load.slo</th><td>ttft_p95&lt;=1s</td>", "<th>config load.steps.n</th><td>5</td>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "{&#34;") || strings.Contains(html, `{"`) {
+		t.Errorf("report shows configuration as raw JSON")
 	}
 }
 

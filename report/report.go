@@ -190,6 +190,9 @@ func levelNotes(levels []metrics.Level) []string {
 		if lv.Requests.Failed > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d failed: %s", lv.Load, lv.Requests.Failed, errorList(lv.Requests)))
 		}
+		if n := lv.Requests.Interrupted; n > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d interrupted: streams cut when the grace after the interrupt ran out, kept with what they measured; not counted as failed", lv.Load, n))
+		}
 		for _, wn := range lv.Warnings {
 			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, wn))
 		}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -9,12 +10,26 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 )
 
-// Merged is the union of several shard runs.
+// Merged is the union of several shard runs. Warnings name what the union
+// lacks: a shard's torn last line, a partial shard merged on request.
 type Merged struct {
-	Run     Run
-	Records []metrics.Record
-	Summary metrics.Summary
+	Run      Run
+	Records  []metrics.Record
+	Summary  metrics.Summary
+	Warnings []string
 }
+
+// MergeOptions tune Merge. The zero value refuses partial shards.
+type MergeOptions struct {
+	// Partial merges a shard whose requests.jsonl holds fewer records
+	// than its summary.json counts, and flags each level it is short in.
+	Partial bool
+}
+
+// ErrPartialShard is the error (wrapped) of a shard whose requests.jsonl
+// holds fewer records than its summary.json counts: the file was cut or
+// lost, and a merge of it would report a run that did not happen.
+var ErrPartialShard = errors.New("partial shard")
 
 // configKeysPerShard are the configuration entries that legitimately differ
 // between the shards of one run: the shard itself, and the prompts' seed
@@ -27,8 +42,9 @@ var configKeysPerShard = map[string]bool{"shard": true, "prompt_seed": true}
 // (aligned by the records' wall-clock start), loads added up, and the
 // summary computed from that union — percentiles of all records, never
 // averages of percentiles. Runs whose configuration differs in anything but
-// the shard index are refused, naming the field.
-func Merge(dirs []string) (Merged, error) {
+// the shard index are refused, naming the field; so is a shard with fewer
+// records than its summary counts, unless opt.Partial.
+func Merge(dirs []string, opt MergeOptions) (Merged, error) {
 	var m Merged
 	if len(dirs) < 2 {
 		return m, fmt.Errorf("merge needs at least two run directories")
@@ -53,13 +69,34 @@ func Merge(dirs []string) (Merged, error) {
 	}
 	levels := map[int]*level{}
 	interrupted := false
+	short := map[int][]string{} // by level: the shards short in it
 	for _, d := range dirs {
-		recs, _, err := ReadRecords(d)
+		recs, warnings, err := ReadRecords(d)
 		if err != nil {
 			return m, fmt.Errorf("%s: %w", d, err)
 		}
-		if s, err := ReadSummary(d); err != nil || s.Interrupted {
+		m.Warnings = append(m.Warnings, warnings...)
+		s, err := ReadSummary(d)
+		if err != nil || s.Interrupted {
 			interrupted = true
+		}
+		if err == nil {
+			held := map[int]int{}
+			for i := range recs {
+				held[recs[i].Level]++
+			}
+			for i := range s.Levels {
+				lv := &s.Levels[i]
+				if held[i] >= lv.Requests.Sent {
+					continue
+				}
+				what := fmt.Sprintf("%s holds %d of the %d requests its %s counts at %s", d, held[i], lv.Requests.Sent, SummaryFile, lv.Load)
+				if !opt.Partial {
+					return m, fmt.Errorf("%w: %s (its %s was cut or lost); --partial merges what it holds", ErrPartialShard, what, RequestsFile)
+				}
+				short[i] = append(short[i], what)
+				m.Warnings = append(m.Warnings, "partial shard merged: "+what)
+			}
 		}
 		// One shard's part of a level: its load and its level start.
 		parts := map[int]metrics.Load{}
@@ -106,7 +143,14 @@ func Merge(dirs []string) (Merged, error) {
 			r.Load = lv.load
 		}
 		m.Records = append(m.Records, lv.recs...)
-		m.Summary.Levels = append(m.Summary.Levels, metrics.Summarize(lv.load, lv.recs, 0))
+		sum := metrics.Summarize(lv.load, lv.recs, 0)
+		for _, w := range short[i] {
+			sum.Warnings = append(sum.Warnings, "partial shard merged (--partial): "+w+"; this level lacks its missing requests")
+		}
+		m.Summary.Levels = append(m.Summary.Levels, sum)
+	}
+	if len(short) > 0 {
+		m.Run.Config["merged_partial"] = true
 	}
 	return m, nil
 }

@@ -51,9 +51,35 @@ type Run struct {
 	// Meta is the like-for-like metadata: hardware, quant, engine, context, label…
 	Meta map[string]string `json:"meta,omitempty"`
 	// Config is the full effective configuration, secrets removed.
-	Config map[string]any `json:"config"`
+	Config Config `json:"config"`
 	// Transport is what the run measured with, written when it ends.
 	Transport *Transport `json:"transport,omitempty"`
+}
+
+// Config is run.json's configuration object. Its numbers are json.Number,
+// read and written as their digits: a float64 would round a 64-bit seed
+// (15273817378005027001 read back as …027000), and a run could not be
+// repeated from its own record.
+type Config map[string]any
+
+// UnmarshalJSON reads the object with its numbers as json.Number.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	m, err := decodeNumbers(b)
+	if err != nil {
+		return err
+	}
+	*c = m
+	return nil
+}
+
+func decodeNumbers(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Transport is what a run measured with: Client is "tokbench" (its own
@@ -198,11 +224,7 @@ func (w *Writer) RenumberLevels(newIndex []int) error {
 		}
 		out = append(append(out, b...), '\n')
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := WriteFile(path, out); err != nil {
 		return fmt.Errorf("renumber %s: %w", RequestsFile, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
@@ -241,9 +263,16 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
+	return WriteFile(path, append(b, '\n'))
+}
+
+// WriteFile writes path whole or not at all: to path.tmp, then renamed
+// over path. On failure (a full disk) path is as it was and no .tmp is
+// left behind; the error names path.
+func WriteFile(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		os.Remove(tmp) // no empty .tmp left behind (a full disk)
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -411,15 +440,15 @@ func ReadSummary(dir string) (metrics.Summary, error) {
 
 // ConfigMap turns a typed configuration into run.json's config object,
 // through its JSON form, so runs of any origin (bench, merged shards,
-// imports) read back the same way.
-func ConfigMap(v any) map[string]any {
+// imports) read back the same way; numbers stay exact (Config).
+func ConfigMap(v any) Config {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return map[string]any{"error": err.Error()}
+		return Config{"error": err.Error()}
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return map[string]any{"error": err.Error()}
+	m, err := decodeNumbers(b)
+	if err != nil {
+		return Config{"error": err.Error()}
 	}
 	return m
 }

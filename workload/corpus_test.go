@@ -43,16 +43,16 @@ func TestOpenDataset(t *testing.T) {
 	if err := os.WriteFile(text, []byte(strings.Repeat("words of a book. ", 8)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := OpenDataset(jsonl, FormatAuto, 10, 1); err != nil || d.Format != FormatJSONL || len(d.Rows) != 2 {
+	if d, err := OpenDataset(jsonl, FormatAuto, 10, 1, Limits{}); err != nil || d.Format != FormatJSONL || len(d.Rows) != 2 {
 		t.Errorf("jsonl: %+v, %v", d, err)
 	}
-	if d, err := OpenDataset(text, FormatAuto, 10, 1); err != nil || d.Format != FormatText || d.Corpus != text {
+	if d, err := OpenDataset(text, FormatAuto, 10, 1, Limits{}); err != nil || d.Format != FormatText || d.Corpus != text {
 		t.Errorf("text: %+v, %v", d, err)
 	}
-	if _, err := OpenDataset(dir, FormatAuto, 10, 1); err == nil || !strings.Contains(err.Error(), "directory") {
+	if _, err := OpenDataset(dir, FormatAuto, 10, 1, Limits{}); err == nil || !strings.Contains(err.Error(), "directory") {
 		t.Errorf("a directory: %v", err)
 	}
-	if _, err := OpenDataset(jsonl, "yaml", 10, 1); !errors.Is(err, ErrFormat) {
+	if _, err := OpenDataset(jsonl, "yaml", 10, 1, Limits{}); !errors.Is(err, ErrFormat) {
 		t.Errorf("an unknown format: %v", err)
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/tokenize"
 )
 
 // Dataset formats.
@@ -64,6 +66,69 @@ func (e *RowError) Error() string {
 	return fmt.Sprintf("%s:%d: field %q: %s", e.File, e.Line, e.Field, e.Msg)
 }
 
+// Bounds on one dataset row, by default: far beyond any model's context
+// (16 MiB holds some 4 million tokens of text), and small enough that
+// reading, checking and counting a row takes a second and a few times its
+// size in memory.
+const (
+	DefaultRowBytes  = 16 << 20
+	DefaultRowTokens = 4 << 20
+)
+
+// Limits bound what one dataset row may cost. A row past them is refused
+// with its file and line, before anything is sent, and reading stops there:
+// a file of one 2 GB line is refused after reading 16 MiB of it. The zero
+// value is the defaults.
+type Limits struct {
+	// RowBytes bounds a row's bytes in the file: a JSONL line, a ShareGPT
+	// entry (default DefaultRowBytes).
+	RowBytes int
+	// RowTokens bounds the tokens of a row's prompt and of each later turn
+	// (default DefaultRowTokens), counted with Tokenizer; nil counts none.
+	RowTokens int
+	Tokenizer tokenize.Tokenizer
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.RowBytes <= 0 {
+		l.RowBytes = DefaultRowBytes
+	}
+	if l.RowTokens <= 0 {
+		l.RowTokens = DefaultRowTokens
+	}
+	return l
+}
+
+// checkTokens refuses a row with a prompt or turn of more than RowTokens
+// tokens. A token of a byte-level BPE is at least one byte, so only a text
+// longer than RowTokens bytes is counted: the bound costs nothing for the
+// rows of an ordinary dataset.
+func (l Limits) checkTokens(name string, r Row) error {
+	if l.Tokenizer == nil {
+		return nil
+	}
+	texts := append([]string{r.Text()}, r.Turns...)
+	for i, text := range texts {
+		if len(text) <= l.RowTokens {
+			continue
+		}
+		if n := l.Tokenizer.Count(text); n > l.RowTokens {
+			what := "the prompt"
+			if i > 0 {
+				what = fmt.Sprintf("turn %d", i+1)
+			}
+			return &RowError{File: name, Line: r.Line, Msg: fmt.Sprintf("%s has %d tokens (%s), more than the %d a row may have",
+				what, n, l.Tokenizer.Name(), l.RowTokens)}
+		}
+	}
+	return nil
+}
+
+// tooBig is a row past RowBytes.
+func (l Limits) tooBig(name string, line int) error {
+	return &RowError{File: name, Line: line, Msg: fmt.Sprintf("the row is more than %d bytes, the most a row may hold", l.RowBytes)}
+}
+
 // DetectFormat names the format of a dataset file: .jsonl/.ndjson files are
 // JSONL; otherwise the first non-blank byte decides ('[' ShareGPT, '{'
 // JSONL, anything else plain text).
@@ -100,9 +165,9 @@ func DetectFormat(path string) (string, error) {
 // Sample reads the rows of a JSONL or ShareGPT file and keeps k of them,
 // chosen uniformly with the seed (reservoir sampling: the file is streamed,
 // never held whole). Every row is checked, so a bad row anywhere is an
-// error before anything is sent. Fewer than k rows are all kept. The rows
-// come back in a seeded random order.
-func Sample(path, format string, k int, seed uint64) ([]Row, error) {
+// error before anything is sent, and held to lim. Fewer than k rows are
+// all kept. The rows come back in a seeded random order.
+func Sample(path, format string, k int, seed uint64, lim Limits) ([]Row, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset %s: %w", path, err)
@@ -123,9 +188,9 @@ func Sample(path, format string, k int, seed uint64) ([]Row, error) {
 	name := filepath.Base(path)
 	switch format {
 	case FormatJSONL:
-		err = ReadJSONL(f, name, keep)
+		err = ReadJSONL(f, name, lim, keep)
 	case FormatShareGPT:
-		err = ReadShareGPT(f, name, keep)
+		err = ReadShareGPT(f, name, lim, keep)
 	default:
 		return nil, fmt.Errorf("dataset %s: format %q has no rows", path, format)
 	}
@@ -134,6 +199,15 @@ func Sample(path, format string, k int, seed uint64) ([]Row, error) {
 	}
 	if seen == 0 {
 		return nil, fmt.Errorf("dataset %s: no rows", path)
+	}
+	// Only the kept rows are sent, so only they are counted; in the order
+	// of the file, so the first long row is the one named.
+	byLine := slices.SortedFunc(slices.Values(kept), func(a, b Row) int { return a.Line - b.Line })
+	lim = lim.withDefaults()
+	for _, r := range byLine {
+		if err := lim.checkTokens(name, r); err != nil {
+			return nil, err
+		}
 	}
 	rng.Shuffle(len(kept), func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })
 	return kept, nil
@@ -147,13 +221,21 @@ type jsonlRow struct {
 }
 
 // ReadJSONL calls fn with every row of a JSONL stream, in order. Blank
-// lines are skipped; lines may be of any length. name labels errors.
-func ReadJSONL(r io.Reader, name string, fn func(Row) error) error {
+// lines are skipped; a line longer than lim.RowBytes is an error, and no
+// more of the stream is read. name labels errors.
+func ReadJSONL(r io.Reader, name string, lim Limits, fn func(Row) error) error {
+	lim = lim.withDefaults()
 	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
 	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			row, rerr := parseJSONLRow(b, name, line)
+		var err error
+		var long bool
+		buf, long, err = readLine(br, buf[:0], lim.RowBytes)
+		if long {
+			return lim.tooBig(name, line)
+		}
+		if len(bytes.TrimSpace(buf)) > 0 {
+			row, rerr := parseJSONLRow(buf, name, line)
 			if rerr != nil {
 				return rerr
 			}
@@ -166,6 +248,26 @@ func ReadJSONL(r io.Reader, name string, fn func(Row) error) error {
 		}
 		if err != nil {
 			return fmt.Errorf("read dataset %s: %w", name, err)
+		}
+	}
+}
+
+// readLine appends the next line of br to buf, without its line ending;
+// long reports a line of more than max bytes, of which no more than that
+// (and a buffer) was read.
+func readLine(br *bufio.Reader, buf []byte, max int) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		buf = append(buf, frag...)
+		if len(buf) > max+2 { // room for "\r\n"
+			return nil, true, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			buf = bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))
+			if len(buf) > max {
+				return nil, true, nil
+			}
+			return buf, false, err
 		}
 	}
 }
@@ -215,19 +317,35 @@ func parseJSONLRow(b []byte, name string, line int) (Row, error) {
 }
 
 // lineCounter remembers where the newlines of a stream are, so an offset
-// the JSON decoder reports can be turned into a line number.
+// the JSON decoder reports can be turned into a line number. Past limit
+// (when set) it reads no more; it reads at most 64 KiB at a time, so the
+// decoder, which reads only to finish the value at hand, holds no more
+// than that past it.
 type lineCounter struct {
-	r   io.Reader
-	off int64
-	nl  []int64
+	r     io.Reader
+	off   int64
+	nl    []int64
+	limit int64
 }
 
+// errRowTooBig is lineCounter's error past its limit.
+var errRowTooBig = errors.New("row too big")
+
 func (c *lineCounter) Read(p []byte) (int, error) {
+	if c.limit > 0 && c.off >= c.limit {
+		return 0, errRowTooBig
+	}
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
 	n, err := c.r.Read(p)
-	for i, b := range p[:n] {
-		if b == '\n' {
-			c.nl = append(c.nl, c.off+int64(i))
+	for i := 0; i < n; {
+		j := bytes.IndexByte(p[i:n], '\n')
+		if j < 0 {
+			break
 		}
+		c.nl = append(c.nl, c.off+int64(i+j))
+		i += j + 1
 	}
 	c.off += int64(n)
 	return n, err
@@ -247,8 +365,10 @@ type shareGPTEntry struct {
 
 // ReadShareGPT calls fn with every entry of a ShareGPT JSON array: the
 // first human turn is the prompt, the next assistant turn the reply. The
-// array is decoded one entry at a time.
-func ReadShareGPT(r io.Reader, name string, fn func(Row) error) error {
+// array is decoded one entry at a time; an entry of more than lim.RowBytes
+// is an error, and no more of the stream is read.
+func ReadShareGPT(r io.Reader, name string, lim Limits, fn func(Row) error) error {
+	lim = lim.withDefaults()
 	lc := &lineCounter{r: r}
 	dec := json.NewDecoder(lc)
 	tok, err := dec.Token()
@@ -257,8 +377,13 @@ func ReadShareGPT(r io.Reader, name string, fn func(Row) error) error {
 	}
 	for i := 0; dec.More(); i++ {
 		start := dec.InputOffset()
+		lc.limit = start + int64(lim.RowBytes) + 64<<10 + 1
 		var e shareGPTEntry
-		if err := dec.Decode(&e); err != nil {
+		err := dec.Decode(&e)
+		if errors.Is(err, errRowTooBig) || err == nil && dec.InputOffset()-start > int64(lim.RowBytes)+1 { // +1: the comma before it
+			return lim.tooBig(name, lc.line(skipSpace(lc, start)))
+		}
+		if err != nil {
 			line := lc.line(start + 1)
 			var ute *json.UnmarshalTypeError
 			if errors.As(err, &ute) {
@@ -297,6 +422,7 @@ func ReadShareGPT(r io.Reader, name string, fn func(Row) error) error {
 			return err
 		}
 	}
+	lc.limit = 0
 	if _, err := dec.Token(); err != nil {
 		return &RowError{File: name, Line: lc.line(dec.InputOffset()), Msg: "the array is not closed: " + err.Error()}
 	}
@@ -327,9 +453,9 @@ type Dataset struct {
 var ErrFormat = errors.New("unknown dataset format")
 
 // OpenDataset checks path as a dataset of format (FormatAuto detects it)
-// and samples up to k rows with seed: a directory, a binary file or a bad
-// row anywhere is an error before anything is sent.
-func OpenDataset(path, format string, k int, seed uint64) (Dataset, error) {
+// and samples up to k rows with seed: a directory, a binary file, a bad
+// row anywhere or a row past lim is an error before anything is sent.
+func OpenDataset(path, format string, k int, seed uint64, lim Limits) (Dataset, error) {
 	if fi, err := os.Stat(path); err != nil {
 		return Dataset{}, err
 	} else if fi.IsDir() {
@@ -351,6 +477,6 @@ func OpenDataset(path, format string, k int, seed uint64) (Dataset, error) {
 		return d, CheckText(path)
 	}
 	var err error
-	d.Rows, err = Sample(path, d.Format, k, seed)
+	d.Rows, err = Sample(path, d.Format, k, seed, lim)
 	return d, err
 }

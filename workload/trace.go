@@ -47,6 +47,9 @@ type TraceRequest struct {
 type Trace struct {
 	Path, Format string
 	Requests     []TraceRequest
+	// Notes say what reading changed: requests whose timestamps went back
+	// in time, put in time order.
+	Notes []string
 }
 
 // Span is the trace's length: its last request's instant.
@@ -60,7 +63,7 @@ func (t *Trace) Span() time.Duration {
 // Window is the part of the trace sent in [from, to) (to 0: to the end),
 // its instants from the window's start.
 func (t *Trace) Window(from, to time.Duration) *Trace {
-	out := &Trace{Path: t.Path, Format: t.Format}
+	out := &Trace{Path: t.Path, Format: t.Format, Notes: t.Notes}
 	for _, r := range t.Requests {
 		if r.At < from || to > 0 && r.At >= to {
 			continue
@@ -113,8 +116,8 @@ func DetectTraceFormat(path string) (string, error) {
 
 // ReadTrace reads a trace in format ("" detects it). A bad line is a
 // *RowError naming the file, line and field. Requests are put in send
-// order (a stable sort: equal instants keep the file's order), and the
-// first is sent at 0.
+// order (a stable sort: equal instants keep the file's order; Notes say
+// when the file was not in it), and the first is sent at 0.
 func ReadTrace(path, format string) (*Trace, error) {
 	if format == "" {
 		var err error
@@ -141,6 +144,21 @@ func ReadTrace(path, format string) (*Trace, error) {
 	}
 	if len(t.Requests) == 0 {
 		return nil, fmt.Errorf("%s: no request in the trace", path)
+	}
+	// A request stamped before the one above it is sent in time order,
+	// and the trace says so: its file was not in the order it ran.
+	back, at := 0, -1
+	for i := 1; i < len(t.Requests); i++ {
+		if t.Requests[i].At < t.Requests[i-1].At {
+			if back++; at < 0 {
+				at = i
+			}
+		}
+	}
+	if back > 0 {
+		r, prev := t.Requests[at], t.Requests[at-1]
+		t.Notes = append(t.Notes, fmt.Sprintf("trace %s: %d of %d requests are stamped before the one above them (the first at line %d, %s before line %d's); they are sent in time order",
+			path, back, len(t.Requests), r.Line, prev.At-r.At, prev.Line))
 	}
 	slices.SortStableFunc(t.Requests, func(a, b TraceRequest) int { return int(a.At - b.At) })
 	first := t.Requests[0].At

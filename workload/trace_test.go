@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,7 +141,7 @@ func TestShareGPTTurnsDriveAChat(t *testing.T) {
 	  {"from": "human", "value": "second question"}, {"from": "gpt", "value": "one two three four five"},
 	  {"from": "human", "value": "third question"}]}]`
 	var rows []Row
-	if err := ReadShareGPT(strings.NewReader(text), "c.json", func(r Row) error { rows = append(rows, r); return nil }); err != nil {
+	if err := ReadShareGPT(strings.NewReader(text), "c.json", Limits{}, func(r Row) error { rows = append(rows, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || len(rows[0].Turns) != 2 || rows[0].TurnReplies[0] != "one two three four five" || rows[0].TurnReplies[1] != "" {
@@ -159,5 +160,39 @@ func TestShareGPTTurnsDriveAChat(t *testing.T) {
 		if got := req.Messages[len(req.Messages)-1].Content; got != want.text || req.MaxTokens != want.max {
 			t.Errorf("turn %d: %q max %d, want %q max %d", i+1, got, req.MaxTokens, want.text, want.max)
 		}
+	}
+}
+
+// TestTraceBackwardsNoted is issue 34's: a trace whose timestamps go back
+// in time is sent in time order, and says so, naming the first such line
+// and by how much; one in order says nothing.
+func TestTraceBackwardsNoted(t *testing.T) {
+	path := writeTrace(t, "b.jsonl", `{"t": 1.0, "input_tokens": 20, "output_tokens": 5}
+{"t": 3.0, "input_tokens": 20, "output_tokens": 5}
+{"t": 0.5, "input_tokens": 20, "output_tokens": 5}
+{"t": 4.0, "input_tokens": 20, "output_tokens": 5}
+{"t": 3.5, "input_tokens": 20, "output_tokens": 5}
+`)
+	tr, err := ReadTrace(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "trace " + path + ": 2 of 5 requests are stamped before the one above them (the first at line 3, 2.5s before line 2's); they are sent in time order"
+	if len(tr.Notes) != 1 || tr.Notes[0] != want {
+		t.Errorf("notes %q, want [%q]", tr.Notes, want)
+	}
+	var lines []int
+	for _, r := range tr.Requests {
+		lines = append(lines, r.Line)
+	}
+	if got := fmt.Sprint(lines); got != "[3 1 2 5 4]" {
+		t.Errorf("send order by line %s, want [3 1 2 5 4]", got)
+	}
+	if w := tr.Window(0, 0); len(w.Notes) != 1 {
+		t.Errorf("a window of it lost the note: %q", w.Notes)
+	}
+	inOrder, err := ReadTrace(writeTrace(t, "o.jsonl", "{\"t\": 1, \"input_tokens\": 2, \"output_tokens\": 1}\n{\"t\": 1, \"input_tokens\": 2, \"output_tokens\": 1}\n"), "")
+	if err != nil || len(inOrder.Notes) != 0 {
+		t.Errorf("a trace in order: notes %q, %v", inOrder.Notes, err)
 	}
 }

@@ -260,7 +260,7 @@ func TestSourceServerCounts(t *testing.T) {
 }
 
 func TestSampleJSONL(t *testing.T) {
-	rows, err := Sample("testdata/rows.jsonl", FormatJSONL, 100, 1)
+	rows, err := Sample("testdata/rows.jsonl", FormatJSONL, 100, 1, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +281,8 @@ func TestSampleJSONL(t *testing.T) {
 		t.Errorf("line 5 = %+v", r)
 	}
 	// k < rows: k distinct rows, the same for the same seed.
-	a, _ := Sample("testdata/rows.jsonl", FormatJSONL, 2, 7)
-	b, _ := Sample("testdata/rows.jsonl", FormatJSONL, 2, 7)
+	a, _ := Sample("testdata/rows.jsonl", FormatJSONL, 2, 7, Limits{})
+	b, _ := Sample("testdata/rows.jsonl", FormatJSONL, 2, 7, Limits{})
 	if len(a) != 2 || a[0].Line == a[1].Line || a[0].Line != b[0].Line || a[1].Line != b[1].Line {
 		t.Errorf("Sample(k=2) = lines %d,%d then %d,%d", a[0].Line, a[1].Line, b[0].Line, b[1].Line)
 	}
@@ -297,7 +297,7 @@ func TestSampleIsUniform(t *testing.T) {
 	os.WriteFile(path, []byte(b.String()), 0o644)
 	counts := map[int]int{}
 	for seed := range uint64(2000) {
-		rows, err := Sample(path, FormatJSONL, 3, seed)
+		rows, err := Sample(path, FormatJSONL, 3, seed, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestSampleShareGPT(t *testing.T) {
 	if format != FormatShareGPT {
 		t.Fatalf("DetectFormat = %q", format)
 	}
-	rows, err := Sample("testdata/sharegpt.json", format, 10, 1)
+	rows, err := Sample("testdata/sharegpt.json", format, 10, 1, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestBadRows(t *testing.T) {
 	for _, c := range cases {
 		path := filepath.Join(t.TempDir(), c.name)
 		os.WriteFile(path, []byte(c.text), 0o644)
-		_, err := Sample(path, c.format, 10, 1)
+		_, err := Sample(path, c.format, 10, 1, Limits{})
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
@@ -419,7 +419,7 @@ func FuzzJSONL(f *testing.F) {
 	f.Add([]byte("{\"prompt\": \"\\u00e9\", \"max_tokens\": 1e3}\n{\"messages\": null, \"prompt\": \"x\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var rows []Row
-		err := ReadJSONL(strings.NewReader(string(data)), "f.jsonl", func(r Row) error {
+		err := ReadJSONL(strings.NewReader(string(data)), "f.jsonl", Limits{}, func(r Row) error {
 			rows = append(rows, r)
 			return nil
 		})
@@ -449,7 +449,7 @@ func FuzzJSONL(f *testing.F) {
 			out.WriteByte('\n')
 		}
 		i := 0
-		err = ReadJSONL(strings.NewReader(out.String()), "g.jsonl", func(r Row) error {
+		err = ReadJSONL(strings.NewReader(out.String()), "g.jsonl", Limits{}, func(r Row) error {
 			w := rows[i]
 			if r.Prompt != w.Prompt || r.MaxTokens != w.MaxTokens || len(r.Messages) != len(w.Messages) {
 				t.Fatalf("round trip of %+v gave %+v", w, r)
@@ -467,7 +467,7 @@ func FuzzShareGPT(f *testing.F) {
 	data, _ := os.ReadFile("testdata/sharegpt.json")
 	f.Add(data)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := ReadShareGPT(strings.NewReader(string(data)), "s.json", func(r Row) error {
+		err := ReadShareGPT(strings.NewReader(string(data)), "s.json", Limits{}, func(r Row) error {
 			if r.Prompt == "" || r.Line < 1 {
 				t.Fatalf("accepted %+v", r)
 			}

@@ -139,9 +139,6 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 		return err
 	}
 	charts.Renumber(res.NewIndex)
-	if res.WriteErr != nil {
-		fmt.Fprintf(env.Stderr, "tokbench: %v\n", res.WriteErr)
-	}
 	summary := res.Summary
 	switch f.format {
 	case "json":

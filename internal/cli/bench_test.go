@@ -40,6 +40,13 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--api", "grpc"}, "--api"},
 		{[]string{"bench", "--header", "NoColon"}, "--header"},
 		{[]string{"bench", "--url", "localhost:8000"}, "--url"},
+		// Issue 34: these exited 1 with "is the server running at that address?".
+		{[]string{"bench", "--url", "ftp://x"}, `--url: scheme "ftp" is not http or https`},
+		{[]string{"bench", "--url", "unix:///tmp/s.sock"}, `--url`},
+		{[]string{"bench", "--header", "X-Trace: a\r\nX-Evil: b"}, "--header: the value of X-Trace holds a line break"},
+		{[]string{"bench", "--header", "X-Trace: a\nb"}, "--header: the value of X-Trace holds a line break"},
+		{[]string{"bench", "--header", "X\rTrace: a"}, "--header: name"},
+		{[]string{"bench", "--header", "X(Trace): a"}, `--header: name "X(Trace)" holds "("`},
 		{[]string{"bench", "--tokenizer", "gpt2"}, "--tokenizer"},
 		{[]string{"bench", "--input-tokens", "0"}, "--input-tokens"},
 		{[]string{"bench", "--requests", "abc"}, "--requests"},
@@ -522,5 +529,34 @@ func TestBenchRampUp(t *testing.T) {
 	run, err := os.ReadFile(filepath.Join(dir, results.RunFile))
 	if err != nil || !strings.Contains(string(run), `"ramp_up": "600ms"`) {
 		t.Errorf("run.json does not record the ramp: %v", err)
+	}
+}
+
+// TestStreamsCutAtGraceAreTheirOwnClass is issue 34's: the streams cut
+// when the grace after Ctrl-C runs out are counted as interrupted, not as
+// failed, and are not in the error rate. Each stream takes 2 s; the run is
+// interrupted at 300 ms with 50 ms of grace, so both users' streams are
+// cut for certain.
+func TestStreamsCutAtGraceAreTheirOwnClass(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: 20 * time.Millisecond, Gap: 200 * time.Millisecond, Tokens: 10, Usage: true})
+	defer srv.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	code, stdout, stderr := runCLI(ctx, nil, "bench", "--url", srv.URL+"/v1", "--model", "m", "--concurrency", "2",
+		"--requests", "10", "--warmup", "0", "--grace", "50ms", "--input-tokens", "16", "--out", dir)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want 130: %s", code, stderr)
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil || len(s.Levels) != 1 {
+		t.Fatalf("summary: %v", err)
+	}
+	rq := s.Levels[0].Requests
+	if rq.Sent != 2 || rq.Interrupted != 2 || rq.Failed != 0 || rq.Errors["interrupted"] != 0 || s.Levels[0].ErrorRate != 0 {
+		t.Errorf("requests %+v, error rate %g; want 2 sent, 2 interrupted, none failed", rq, s.Levels[0].ErrorRate)
+	}
+	if !strings.Contains(stdout, "c=2: 2 interrupted: streams cut when the grace") || strings.Contains(stdout, "failed: interrupted") {
+		t.Errorf("stdout does not name the cut streams as their own class:\n%s", stdout)
 	}
 }

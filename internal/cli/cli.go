@@ -152,7 +152,9 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		newImportVLLMCmd(env),
 		newCalibrateCmd(env),
 		newProxyCmd(env),
+		newVersionCmd(env),
 	)
+	root.SetVersionTemplate(versionLine() + "\n")
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
 		c.SilenceErrors = true

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/compare"
+	"github.com/tokbench/tokbench/results"
 )
 
 type compareFlags struct {
@@ -41,7 +41,10 @@ is not a terminal, so a log shows it once).
 
 --fail-if takes conditions on B against A, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"
 (without % the change is absolute, in the metric's unit); the command exits 1
-when one holds at any level and the change is significant.
+when one holds at any level, the change is at least --min-change, and a test
+calls it significant or none could judge it: a gate that cannot judge (an
+aggregate, a percentile of too few requests) trips on its threshold alone and
+says how many requests, or --repeat 3, would let it be tested.
 
 --format json prints the same comparisons and gate verdicts as one JSON
 object (schema tokbench.compare/v1) for programs; warnings still go to
@@ -57,7 +60,7 @@ stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
+	fl.StringVar(&f.failIf, "fail-if", "", `exit 1 when a condition holds significantly, or holds and cannot be tested, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"`)
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
 	fl.Float64Var(&f.minChange, "min-change", 2, "smallest change in percent called better or worse")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
@@ -142,5 +145,5 @@ func writeCompareHTML(path string, base *compare.Run, outs []compare.Outcome) er
 	if err := compare.WriteHTML(&b, base, outs); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return results.WriteFile(path, b.Bytes())
 }

@@ -90,6 +90,30 @@ func TestCompareGate(t *testing.T) {
 	}
 }
 
+// TestCompareGateSeparatedRuns is issue 34's case: 16 requests a level,
+// every TTFT of B (53 ms ± 4%) above every TTFT of A (21 ms ± 4%). The gate
+// must trip, and the TTFT p95 row must not read "~".
+func TestCompareGateSeparatedRuns(t *testing.T) {
+	a := writeCompareRun(t, "h100-sxm", 16, 21, 10, 0)
+	b := writeCompareRun(t, "h100-sxm", 16, 53, 10, 3)
+	code, stdout, stderr := runCLI(context.Background(), nil, "compare", a, b, "--fail-if", "ttft_p95>+10%")
+	if code != ExitFailure {
+		t.Errorf("exit %d, want 1; stdout:\n%s", code, stdout)
+	}
+	if !strings.Contains(stdout, "FAIL c=1: ttft_p95") || !strings.Contains(stderr, "is significant (Mann-Whitney p <0.001") {
+		t.Errorf("stdout lacks the failing gate line or stderr its reason:\n%s\nstderr %s", stdout, stderr)
+	}
+	row := ""
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 6 && f[0] == "TTFT" && f[1] == "p95" {
+			row = f[6]
+		}
+	}
+	if row != "worse" {
+		t.Errorf("TTFT p95 row reads %q, want worse:\n%s", row, stdout)
+	}
+}
+
 func TestCompareBadInput(t *testing.T) {
 	a := writeCompareRun(t, "h100-sxm", 3, 50, 10, 0)
 	cases := []struct {
@@ -131,8 +155,10 @@ func TestCompareSimulatorRuns(t *testing.T) {
 		return dir
 	}
 	// alpha 0.01 keeps chance alarms over the eleven rows rare, and six
-	// fully separated samples a side still reach p = 0.004.
-	const gate = "decode_tps_p50<-5%,ttft_p95>+10%"
+	// fully separated samples a side still reach p = 0.004. The gate is on
+	// medians: six requests a side leave too few beyond a p95 to test it,
+	// and a gate that cannot judge trips on its threshold alone.
+	const gate = "decode_tps_p50<-5%,ttft_p50>+10%"
 
 	// The simulator runs in real time: on a busy 2-core machine its 6.7 ms
 	// TTFT moves between two runs, a real change of the machine's, not

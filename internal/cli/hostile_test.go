@@ -103,6 +103,51 @@ func TestFullDiskFails(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(stderr, "the run was not written whole") {
 		t.Errorf("exit %d, stderr %q; want 1 and a line saying the run was not written", code, stderr)
 	}
+	if n := strings.Count(stderr, "no space left on device"); n != 1 {
+		t.Errorf("stderr gives the error %d times, want once: %q", n, stderr)
+	}
+}
+
+// TestFullDiskLeavesNoTmp is issue 34's: a full disk under report.html
+// (its .tmp is /dev/full here) fails the run and the report command with
+// the error once, and leaves neither report.html.tmp nor a torn
+// report.html; the other files of the run are whole.
+func TestFullDiskLeavesNoTmp(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(dir, 0o755)
+	tmp := filepath.Join(dir, "report.html.tmp")
+	full := func() {
+		if err := os.Symlink("/dev/full", tmp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, code int, stderr string) {
+		t.Helper()
+		if code != ExitFailure || strings.Count(stderr, "no space left on device") != 1 || !strings.Contains(stderr, "report.html") {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and the error once, naming report.html", what, code, stderr)
+		}
+		if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+			t.Errorf("%s: report.html.tmp left behind (%v)", what, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "report.html")); !os.IsNotExist(err) {
+			t.Errorf("%s: a report.html was written (%v)", what, err)
+		}
+	}
+	full()
+	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
+		"--concurrency", "1", "--requests", "2", "--warmup", "0", "--out", dir)
+	check("bench", code, stderr)
+	if _, err := results.ReadSummary(dir); err != nil {
+		t.Errorf("summary.json: %v", err)
+	}
+	full()
+	code, _, stderr = runCLI(context.Background(), nil, "report", dir)
+	check("report", code, stderr)
 }
 
 // TestURLQueryKeptForModelDiscovery: a query in --url (Azure's

@@ -11,6 +11,7 @@ import (
 
 func newMergeCmd(env Env) *cobra.Command {
 	var out, format string
+	var partial bool
 	cmd := &cobra.Command{
 		Use:   "merge DIR DIR... --out DIR",
 		Short: "Merge the run directories of shards (bench --shard I/N) into one run",
@@ -18,7 +19,10 @@ func newMergeCmd(env Env) *cobra.Command {
 per level, the union of all requests, offsets aligned by wall-clock start,
 loads added up, and every statistic computed again from the union (never
 averaged). Shards whose configuration differs in anything but the shard
-index are refused.`,
+index are refused, and so is a shard whose requests.jsonl holds fewer
+requests than its summary.json counts (a cut or lost file), unless
+--partial: then what it holds is merged and each level it is short in
+says so in its warnings.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usagef("merge: give at least two run directories")
@@ -34,9 +38,12 @@ index are refused.`,
 			default:
 				return usagef("--format: unknown %q (known: table, json)", format)
 			}
-			m, err := results.Merge(args)
+			m, err := results.Merge(args, results.MergeOptions{Partial: partial})
 			if err != nil {
 				return usagef("merge: %v", err)
+			}
+			for _, w := range m.Warnings {
+				fmt.Fprintf(env.Stderr, "tokbench: warning: %s\n", w)
 			}
 			if err := results.WriteMerged(out, m); err != nil {
 				return usagef("--out: %v", err)
@@ -53,5 +60,6 @@ index are refused.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the merged run")
 	cmd.Flags().StringVar(&format, "format", "table", "stdout format: table, json")
+	cmd.Flags().BoolVar(&partial, "partial", false, "merge a shard that holds fewer requests than its summary counts, and flag the levels it is short in")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,5 +135,63 @@ func TestShardsMergeExactly(t *testing.T) {
 	code, _, stderr = runCLI(context.Background(), nil, "merge", dirs[0], dirs[0], "--out", filepath.Join(dir, "dup"))
 	if code != ExitUsage || !strings.Contains(stderr, "both are shard") {
 		t.Errorf("same shard twice: exit %d, %q", code, stderr)
+	}
+}
+
+// TestMergeTruncatedShard: merge refuses a shard whose requests.jsonl lost
+// records its summary counts, in one line naming it (exit 2); --partial
+// merges it and warns.
+func TestMergeTruncatedShard(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	dir := t.TempDir()
+	var dirs []string
+	for i := range 2 {
+		d := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		dirs = append(dirs, d)
+		if code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "4",
+			"--requests", "16", "--warmup", "0", "--input-tokens", "8", "--output-tokens", "2", "--shard", fmt.Sprintf("%d/2", i), "--out", d); code != 0 {
+			t.Fatalf("shard %d: exit %d: %s", i, code, stderr)
+		}
+	}
+	path := filepath.Join(dirs[1], results.RequestsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) < 8 {
+		t.Fatalf("shard 1 holds %d lines, want 8", len(lines)-1)
+	}
+	os.WriteFile(path, []byte(strings.Join(lines[:4], "")+lines[4][:10]), 0o644) // 4 whole records of 8
+	code, _, stderr := runCLI(context.Background(), nil, "merge", dirs[0], dirs[1], "--out", filepath.Join(dir, "m1"))
+	want := dirs[1] + " holds 4 of the 8 requests its summary.json counts at c=2"
+	if code != ExitUsage || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("merge: exit %d, stderr %q; want 2 and one line with %q", code, stderr, want)
+	}
+	code, stdout, stderr := runCLI(context.Background(), nil, "merge", dirs[0], dirs[1], "--partial", "--out", filepath.Join(dir, "m2"), "--format", "json")
+	var s metrics.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || len(s.Levels) != 1 || s.Levels[0].Requests.Sent != 12 || !strings.Contains(stderr, "partial shard merged: "+want) {
+		t.Errorf("merge --partial: exit %d, stderr %q, stdout %.200s; want 12 requests and a warning", code, stderr, stdout)
+	}
+}
+
+// TestEveryShardWarmsUp: with the default --warmup 1, the last of 4 shards
+// warms up too, so its users' starts are spread, not a lockstep burst.
+func TestEveryShardWarmsUp(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m", "--concurrency", "8",
+		"--requests", "8", "--input-tokens", "8", "--output-tokens", "2", "--shard", "3/4", "--format", "json")
+	var s metrics.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &s) != nil || len(s.Levels) != 1 {
+		t.Fatalf("bench --shard 3/4: exit %d: %s", code, stderr)
+	}
+	if lv := s.Levels[0]; lv.Lockstep || strings.Contains(stderr, "lockstep") || lv.Requests.Sent != 2 {
+		t.Errorf("shard 3/4: lockstep %v, %d requests, stderr %q; want a warm-up, 2 requests and no lockstep", lv.Lockstep, lv.Requests.Sent, stderr)
+	}
+	// The warm-up's request is sent, and not recorded: 3 bodies for 2 records.
+	if n := len(srv.Bodies()); n != 3 {
+		t.Errorf("shard 3/4 sent %d requests, want 2 and 1 warm-up", n)
 	}
 }

@@ -46,7 +46,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
 	fl.IntVar(&o.Turns, "turns", o.Turns, "turns per conversation with --workload chat")
 	fl.DurationVar(&o.ThinkTime, "think-time", o.ThinkTime, "pause between the calls of an agent chain or the turns of a chat (tool or reading time)")
 	fl.DurationVar(&o.SummaryEvery, "summary-every", o.SummaryEvery, "also summarize each level in windows of this length, printed as each closes and kept in summary.json (default: every minute for a --duration of 10m or more)")
-	fl.StringVar(&o.Shard, "shard", o.Shard, "run shard I of N (0-based), e.g. 0/4: 1/N of every level's users, rate and requests; merge the shards with tokbench merge")
+	fl.StringVar(&o.Shard, "shard", o.Shard, "run shard I of N (0-based), e.g. 0/4: 1/N of every level's users, rate, requests and warm-up (at least one warm-up each); merge the shards with tokbench merge")
 	fl.StringVar(&o.StartAt, "start-at", o.StartAt, "wait until this RFC 3339 instant before the first level, so shards begin together")
 
 	fl.StringVar(&o.InputTokens, "input-tokens", o.InputTokens, "prompt length in tokens, exact under --tokenizer: N, MEAN:STDDEV (normal), LO-HI (uniform); a comma list (1k,8k,32k) sweeps it")

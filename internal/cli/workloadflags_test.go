@@ -18,6 +18,9 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"prompt\": \"ok\"}\n{\"prompt\": \"\"}\n"), 0o644)
+	// A row just past the 16 MiB a row may hold (issue 34's was 2 GB).
+	huge := filepath.Join(dir, "huge.jsonl")
+	os.WriteFile(huge, []byte("{\"prompt\": \"ok\"}\n{\"prompt\": \""+strings.Repeat("a", 16<<20)+"\"}\n"), 0o644)
 	srv := fakellm.New(fakellm.Script{Tokens: 4, Usage: true})
 	defer srv.Close()
 	cases := []struct {
@@ -29,6 +32,7 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 		{[]string{"--output-tokens", "9-3"}, "--output-tokens"},
 		{[]string{"--dataset", bad}, `bad.jsonl:2: field "prompt": is empty`},
 		{[]string{"--dataset", filepath.Join(dir, "none.jsonl")}, "--dataset"},
+		{[]string{"--dataset", huge}, "--dataset: huge.jsonl:2: the row is more than 16777216 bytes"},
 		{[]string{"--dataset", bad, "--dataset-format", "csv"}, "--dataset-format"},
 		{[]string{"--tokenizer", filepath.Join(dir, "tokenizer.json")}, "--tokenizer"},
 		{[]string{"--prefix-groups", "0"}, "--prefix-groups"},

@@ -62,6 +62,8 @@ type Script struct {
 	// OwnedBy is the owned_by of the model /v1/models lists ("vllm" for a
 	// fake vLLM); empty leaves the field out.
 	OwnedBy string
+	// MaxModelLen is the max_model_len /v1/models lists (0 leaves it out).
+	MaxModelLen int
 
 	// Fault, when set, is chosen per request number (0-based, in arrival order).
 	Fault func(n int) Fault
@@ -223,6 +225,9 @@ func (f *Server) handle(w http.ResponseWriter, r *http.Request) {
 		owned := ""
 		if f.script.OwnedBy != "" {
 			owned = fmt.Sprintf(`,"owned_by":%q`, f.script.OwnedBy)
+		}
+		if f.script.MaxModelLen > 0 {
+			owned += fmt.Sprintf(`,"max_model_len":%d`, f.script.MaxModelLen)
 		}
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":"fake-model","object":"model"%s}]}`, owned)
 		return

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package benchmark
+
+func openFileLimit() int { return 0 }
