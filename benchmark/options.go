@@ -82,7 +82,10 @@ type Options struct {
 	// for shorter ones.
 	SummaryEvery time.Duration
 
-	Hardware, Quant                 string
+	Hardware, Quant string
+	// Remeasure measures --hardware local's bandwidth now, whatever is
+	// cached.
+	Remeasure                       bool
 	GPUs                            int
 	ParamsB                         float64
 	GGUF                            string // the served model's file, for exact bytes per token
@@ -177,11 +180,14 @@ func (opts Options) Plan() (*Plan, error) {
 	if o.Hardware == "local" && o.URL == "" {
 		return nil, inputErrorf("--hardware local: judges a server on this machine; give its --url (the embedded simulator simulates catalog hardware)")
 	}
+	if o.Remeasure && o.Hardware != "local" {
+		return nil, inputErrorf("--remeasure: measures --hardware local's bandwidth; --hardware is %q", o.Hardware)
+	}
 	if o.GGUF != "" && (o.Hardware == "" || o.URL == "") {
 		return nil, inputErrorf("--gguf: gives the model for the ceiling and MBU against a server's --hardware; give --url and --hardware too")
 	}
 	if o.URL != "" && o.Hardware != "" {
-		in := PhysicsInput{Model: o.Model, GGUF: o.GGUF, Quant: o.Quant, Hardware: o.Hardware, ParamsB: o.ParamsB, GPUs: o.GPUs}
+		in := PhysicsInput{Model: o.Model, GGUF: o.GGUF, Quant: o.Quant, Hardware: o.Hardware, ParamsB: o.ParamsB, GPUs: o.GPUs, Remeasure: o.Remeasure}
 		ph, note, err := ResolvePhysics(in)
 		if err != nil {
 			return nil, err

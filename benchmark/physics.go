@@ -39,6 +39,8 @@ type PhysicsInput struct {
 	Model, GGUF, Quant, Hardware string
 	ParamsB                      float64
 	GPUs                         int
+	// Remeasure: --hardware local's bandwidth is measured now.
+	Remeasure bool
 }
 
 // ResolvePhysics finds the deployment from the input alone: a GGUF file,
@@ -103,7 +105,7 @@ func (in PhysicsInput) with(m physics.Model, w *physics.Precision, source string
 
 func (in PhysicsInput) hardware() (physics.Hardware, error) {
 	if in.Hardware == "local" {
-		return LocalHardware(context.Background())
+		return LocalHardware(context.Background(), in.Remeasure)
 	}
 	h, err := physics.LookupHardware(in.Hardware)
 	if err != nil {
@@ -181,11 +183,12 @@ func (p *Physics) mbuNote(mbu float64) string {
 }
 
 // LocalHardware is this machine as hardware (--hardware local): its
-// memory bandwidth measured once and cached per machine
-// (machine.CacheFile).
-func LocalHardware(ctx context.Context) (physics.Hardware, error) {
+// memory bandwidth, the best quiet measurement cached per machine
+// (machine.CacheFile, machine.Local), or measured now when remeasure
+// is set or nothing quiet and recent is cached.
+func LocalHardware(ctx context.Context, remeasure bool) (physics.Hardware, error) {
 	path, _ := machine.CacheFile() // no cache directory: measured every time
-	info, _, err := machine.Local(ctx, path)
+	info, err := machine.Local(ctx, machine.LocalOptions{Path: path, Remeasure: remeasure})
 	if err != nil {
 		return physics.Hardware{}, fmt.Errorf("--hardware local: %w", err)
 	}
@@ -244,5 +247,8 @@ func (p *Physics) annotate(lv *metrics.Level, contextTokens int) {
 	ph.BandwidthBytesPerSec = float64(max(d.GPUs, 1)) * d.Hardware.BandwidthBytesPerSec
 	ph.KVCapacityTokens = d.KVCapacityTokens()
 	ph.Source, ph.Note = p.Source, p.mbuNote(ph.MBU)
+	if doubt := d.Hardware.Doubt; doubt != "" {
+		ph.Doubt = d.Hardware.Name + "'s bandwidth is doubtful: " + doubt
+	}
 	lv.Physics = ph
 }

@@ -2,44 +2,26 @@ package machine
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMeasure(t *testing.T) {
-	bw, method, err := Measure(context.Background(), Options{BufferBytes: 16 << 20, Passes: 2, Trials: 2})
+	hog := Load{LoadAvg1: 3.5, OtherCPUCores: 1.25}
+	probe := func() func() (Load, bool) { return func() (Load, bool) { return hog, true } }
+	m, err := Measure(context.Background(), Options{BufferBytes: 16 << 20, Passes: 2, Trials: 2, Probe: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Any machine reads memory faster than 100 MB/s and slower than 10 TB/s.
-	if bw < 1e8 || bw > 1e13 || !strings.Contains(method, "best of 2 trials of 2 passes") {
-		t.Fatalf("%g B/s by %q", bw, method)
+	if bw := m.BandwidthBytesPerSec; bw < 1e8 || bw > 1e13 || !strings.Contains(m.Method, "best of 2 trials of 2 passes") {
+		t.Fatalf("%g B/s by %q", bw, m.Method)
 	}
-}
-
-func TestLocalCaches(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokbench", "machine.json")
-	info := Info{CPU: cpuModel(), Cores: runtime.NumCPU(), MemoryBytes: memTotal(), BandwidthBytesPerSec: 12.5e9, Method: "by hand"}
-	b, _ := json.Marshal(info)
-	os.MkdirAll(filepath.Dir(path), 0o755)
-	os.WriteFile(path, b, 0o644)
-	got, cached, err := Local(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cached {
-		t.Fatal("a cached figure of this machine was measured again")
-	}
-	if cached && (got.BandwidthBytesPerSec != 12.5e9 || got.Method != "by hand") {
-		t.Fatalf("cached figure %+v", got)
-	}
-	h := got.Hardware()
-	if h.Name != "local" || h.BandwidthBytesPerSec != got.BandwidthBytesPerSec || h.MBU <= 0 || !strings.Contains(h.Source, "measured") {
-		t.Fatalf("hardware %+v", h)
+	if m.Load == nil || *m.Load != hog || time.Since(m.MeasuredAt) > time.Minute {
+		t.Fatalf("measurement's load %v at %v, want the probe's %v now", m.Load, m.MeasuredAt, hog)
 	}
 }
 

@@ -248,6 +248,10 @@ type Physics struct {
 	// Note explains an MBU above 100% (or flags it as impossible).
 	Source string `json:"source,omitempty"`
 	Note   string `json:"note,omitempty"`
+	// Doubt, when set, says why the ceiling and MBU may be wrong (a
+	// bandwidth measured on a busy machine reads low: ceilings low, MBUs
+	// high).
+	Doubt string `json:"doubt,omitempty"`
 }
 
 // Summary is the whole of summary.json.

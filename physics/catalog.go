@@ -41,6 +41,10 @@ type Hardware struct {
 	AllReduceEfficiency float64
 
 	Source string
+	// Doubt, when not empty, says why the figures may not hold (a
+	// bandwidth measured on a busy machine): what is computed from them
+	// must say so.
+	Doubt string
 }
 
 // Precision is a storage format for weights or KV cache.

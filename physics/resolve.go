@@ -86,6 +86,9 @@ func Resolve(s Spec) (Deployment, string, []string, error) {
 	case s.Hardware == "local" && s.Local != nil:
 		h = *s.Local
 		notes = append(notes, "--hardware local: "+h.Source)
+		if h.Doubt != "" {
+			notes = append(notes, "DOUBTFUL bandwidth: "+h.Doubt)
+		}
 	default:
 		if h, err = cat.LookupHardware(s.Hardware); err != nil {
 			return Deployment{}, "", nil, &SpecError{"hardware", err}

@@ -20,6 +20,10 @@ type Ceiling struct {
 	Hardware     string  `json:"hardware"`
 	GPUs         int     `json:"gpus"`
 	Engine       string  `json:"engine"`
+	// BandwidthBytesPerSec is one device's peak the ceilings divide;
+	// BandwidthDoubt says why it may be wrong (empty: no known doubt).
+	BandwidthBytesPerSec float64 `json:"bandwidth_bytes_per_sec"`
+	BandwidthDoubt       string  `json:"bandwidth_doubt,omitempty"`
 
 	WeightBytes     float64 `json:"weight_bytes"`
 	ContextTokens   int     `json:"context_tokens"`
@@ -78,6 +82,7 @@ func NewCeiling(d physics.Deployment, engine string, wl physics.Workload, claim 
 	out := Ceiling{
 		Model: d.Model.Name, TotalParams: d.Model.TotalParams, ActiveParams: d.Model.ActiveParams,
 		Quant: d.Weights.Name, KVQuant: d.KVCache.Name, Hardware: d.Hardware.Name, GPUs: d.GPUs, Engine: engine,
+		BandwidthBytesPerSec: d.Hardware.BandwidthBytesPerSec, BandwidthDoubt: d.Hardware.Doubt,
 		WeightBytes: c.WeightBytes, ContextTokens: c.ContextTokens, BytesPerToken: c.BytesPerToken, KVBytesPerToken: c.KVBytesPerToken,
 		DecodeTPSCeiling: c.DecodeTPSCeiling, DecodeTPSExpected: c.DecodeTPSExpected, TPOTMsExpected: ms(c.TPOTExpected),
 		Batch: c.Batch, AggregateTPSCeiling: c.AggregateTPSCeiling, AggregateTPSExpected: c.AggregateTPSExpected,

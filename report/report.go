@@ -138,11 +138,15 @@ func Table(w io.Writer, s metrics.Summary) error {
 	if s.Context != nil {
 		notes = append(notes, s.Context.Statement)
 	}
-	source := ""
+	source, doubt := "", ""
 	for _, lv := range s.Levels {
 		if ph := lv.Physics; ph != nil && lv.DecodeTPS.Count > 0 {
-			notes = append(notes, fmt.Sprintf("%s: decode p50 %s tok/s = %.0f%% of the %s tok/s single-stream ceiling (%s, %d-token context); MBU %.0f%%",
-				lv.Load, num(lv.DecodeTPS.P50, 1), 100*ph.CeilingFraction, num(ph.DecodeTPSCeiling, 1), ph.Deployment, ph.ContextTokens, 100*ph.MBU))
+			mark := ""
+			if ph.Doubt != "" {
+				mark, doubt = " (DOUBTFUL: see below)", ph.Doubt
+			}
+			notes = append(notes, fmt.Sprintf("%s: decode p50 %s tok/s = %.0f%% of the %s tok/s single-stream ceiling (%s, %d-token context); MBU %.0f%%%s",
+				lv.Load, num(lv.DecodeTPS.P50, 1), 100*ph.CeilingFraction, num(ph.DecodeTPSCeiling, 1), ph.Deployment, ph.ContextTokens, 100*ph.MBU, mark))
 			if ph.Note != "" {
 				notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, ph.Note))
 			}
@@ -151,6 +155,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 	}
 	if source != "" {
 		notes = append(notes, "physics: "+source) // once: every level's is the run's
+	}
+	if doubt != "" {
+		notes = append(notes, "DOUBTFUL ceiling and MBU: "+doubt)
 	}
 	for _, lv := range s.Levels {
 		if n := serverNote(lv); n != "" {

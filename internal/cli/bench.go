@@ -72,7 +72,7 @@ var benchFlagGroups = []flagGroup{
 		"summary-every", "trace", "trace-format", "trace-speed", "trace-window"}},
 	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "tokenizer", "prefix-tokens",
 		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
-	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "quant", "gpus", "params", "gguf", "price-in", "price-out",
+	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "remeasure", "quant", "gpus", "params", "gguf", "price-in", "price-out",
 		"gpu-hour-price", "server-metrics"}},
 	{"Failures and limits", []string{"timeout", "stall-timeout", "retry", "max-error-rate", "grace"}},
 	{"Output", []string{"out", "replace", "format", "quiet", "progress-every", "metrics-addr", "engine", "label", "help"}},

@@ -17,6 +17,7 @@ type ceilingFlags struct {
 	claim, paramsB                          float64
 	catalog, format                         string
 	gguf                                    string
+	remeasure                               bool
 }
 
 func newCeilingCmd(env Env) *cobra.Command {
@@ -57,6 +58,7 @@ mixture-of-experts model, a smaller model or lower precision, or more GPUs.`,
 	fs.StringVar(&f.engine, "engine", "", "engine whose calibration to use for expected figures (vllm, tensorrt-llm, llama.cpp …); default: the hardware's")
 	fs.StringVar(&f.catalog, "catalog", "", "YAML or JSON file adding hardware, models and precisions")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
+	fs.BoolVar(&f.remeasure, "remeasure", false, "with --hardware local: measure the bandwidth now, whatever is cached")
 	fs.StringVar(&f.gguf, "gguf", "", "GGUF model file: architecture and exact bytes per token from its tensor types and shapes (instead of --model/--quant)")
 	return cmd
 }
@@ -77,6 +79,8 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 		return physics.Deployment{}, "", nil, usagef("--prompt-tokens: %d is negative", f.promptTokens)
 	case cmd.Flags().Changed("claim") && !(f.claim > 0):
 		return physics.Deployment{}, "", nil, usagef("--claim: %g is not a positive tokens/s", f.claim)
+	case f.remeasure && f.hardware != "local":
+		return physics.Deployment{}, "", nil, usagef("--remeasure: measures --hardware local's bandwidth; --hardware is %q", f.hardware)
 	case cmd.Flags().Changed("params") && !(f.paramsB > 0):
 		return physics.Deployment{}, "", nil, usagef("--params: %g is not a positive number of billions", f.paramsB)
 	}
@@ -95,7 +99,7 @@ func ceilingDeployment(f *ceilingFlags, cmd *cobra.Command) (physics.Deployment,
 		PromptTokens: f.promptTokens, Catalog: f.catalog,
 	}
 	if f.hardware == "local" {
-		h, err := benchmark.LocalHardware(cmd.Context())
+		h, err := benchmark.LocalHardware(cmd.Context(), f.remeasure)
 		if err != nil {
 			return physics.Deployment{}, "", nil, err
 		}

@@ -64,6 +64,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
 	fl.StringVar(&o.SLO, "slo", o.SLO, `service-level objectives, e.g. "ttft_p95<=500ms,tps_p5>=40,e2e_p99<=8s"`)
 	fl.StringVar(&o.Profile, "profile", o.Profile, "use case: chat, code, voice, batch, agent (sets workload and SLOs unless given)")
 	fl.StringVar(&o.Hardware, "hardware", o.Hardware, "hardware the endpoint runs on, e.g. h100-sxm, or local: this machine, its memory bandwidth measured and cached (recorded; configures the simulator)")
+	fl.BoolVar(&o.Remeasure, "remeasure", o.Remeasure, "with --hardware local: measure the bandwidth now, whatever is cached")
 	fl.StringVar(&o.Quant, "quant", o.Quant, "weight precision, e.g. bf16, fp8, int4 (recorded; configures the simulator)")
 	fl.IntVar(&o.GPUs, "gpus", o.GPUs, "GPUs serving the model (recorded; configures the simulator)")
 	fl.StringVar(&o.GGUF, "gguf", o.GGUF, "the served model's GGUF file, for exact bytes per token in the ceiling and MBU (otherwise read from what the server says: llama.cpp's model path, parameter counts)")
