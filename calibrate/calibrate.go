@@ -6,16 +6,25 @@
 // model whose simulated levels match the measured ones, and says how far
 // each is off. The simulator then predicts other loads and lengths for
 // that deployment (simulate and serve --calibration).
+//
+// A fit that misses the measured levels by more than a bound (default
+// 20% RMS) is a *FitError naming the likely causes: a declared model or
+// hardware that cannot have served the run, too few levels, levels at one
+// load or in lockstep. Its File carries the error, for a caller that
+// writes it anyway.
 package calibrate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/gonum/optimize"
 
@@ -50,7 +59,11 @@ type Fit struct {
 	// RMSError is the root mean square of the relative errors (fitted ÷
 	// measured − 1) over every level's decode TPS and TTFT.
 	RMSError float64 `json:"rms_error"`
-	Note     string  `json:"note"`
+	// MaxRMSError is the bound the fit was held to; Error, when set, says
+	// how it failed it and the likely causes (a file written anyway).
+	MaxRMSError float64 `json:"max_rms_error"`
+	Error       string  `json:"error,omitempty"`
+	Note        string  `json:"note"`
 }
 
 // Point is one level: what was measured and what the calibrated
@@ -76,7 +89,27 @@ type Options struct {
 	// MaxBatch and MaxBatchedTokens are the engine's limits (0: the
 	// run's server slots when it said, else the simulator's defaults).
 	MaxBatch, MaxBatchedTokens int
+	// MaxRMSError is the rms error beyond which the fit is refused (0:
+	// DefaultMaxRMSError).
+	MaxRMSError float64
+	// Lockstep says the run's levels started all their users at once
+	// (bench --lockstep), which the fit's spread users do not.
+	Lockstep bool
 }
+
+// DefaultMaxRMSError is the bound a fit must meet: 20% RMS over every
+// level's decode TPS and TTFT.
+const DefaultMaxRMSError = 0.20
+
+// FitError is a fit that misses the measured levels by more than the
+// bound. File is the fit all the same, its Fit.Error set; Causes are the
+// likely reasons, the surest first.
+type FitError struct {
+	File   *File
+	Causes []string
+}
+
+func (e *FitError) Error() string { return e.File.Fit.Error }
 
 // InputError is a run that cannot be fitted; its message names why.
 type InputError struct{ Msg string }
@@ -123,7 +156,50 @@ func FromRun(ctx context.Context, dir string, s metrics.Summary, meta map[string
 	if err := f.fit(ctx, pts); err != nil {
 		return nil, err
 	}
+	f.Fit.MaxRMSError = cmp.Or(o.MaxRMSError, DefaultMaxRMSError)
+	if f.Fit.RMSError > f.Fit.MaxRMSError {
+		causes := f.causes(o)
+		f.Fit.Error = fmt.Sprintf("the fit misses the measured levels by %.1f%% rms, beyond the bound of %.0f%%: likely %s",
+			100*f.Fit.RMSError, 100*f.Fit.MaxRMSError, strings.Join(causes, "; or "))
+		return f, &FitError{File: f, Causes: causes}
+	}
 	return f, nil
+}
+
+// causes are the likely reasons a fit misses its levels, the surest
+// first: a declared deployment that cannot read what was decoded, a fit
+// pinned at its bandwidth bound, too few levels or loads, lockstep
+// levels; else the cost model itself.
+func (f *File) causes(o Options) []string {
+	var out []string
+	pts, c := f.Fit.Levels, f.Cost
+	// The least loaded level reads the weights once a token per stream.
+	low := slices.MinFunc(pts, func(a, b Point) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
+	ctxTokens := float64(low.InputTokens) + float64(low.OutputTokens)/2
+	read := (c.WeightBytes + float64(low.Concurrency)*c.KVBytesPerToken*ctxTokens) * low.DecodeTPS.Measured
+	if mbu := read / c.BandwidthBytesPerSec; mbu > 1 {
+		out = append(out, fmt.Sprintf("the declared model or hardware cannot have served this run: %.2f tok/s at c=%d reads %.1f GB/s (%.2f GB a step), %.0f%% of the %.1f GB/s that %s can read; the model is smaller or more quantized than declared, or the hardware faster",
+			low.DecodeTPS.Measured, low.Concurrency, read/1e9, read/low.DecodeTPS.Measured/1e9, 100*mbu, c.BandwidthBytesPerSec/1e9, f.Deployment))
+	} else if c.MBU >= 0.99 {
+		out = append(out, fmt.Sprintf("the fit's memory efficiency sits at its bound (%.1f%%): the declared model or hardware may not be what served this run", 100*c.MBU))
+	}
+	loads := map[int]bool{}
+	for _, p := range pts {
+		loads[p.Concurrency] = true
+	}
+	switch {
+	case len(pts) < 2:
+		out = append(out, fmt.Sprintf("too few levels: %d, for four parameters (bench at least two loads, e.g. --concurrency 1,2)", len(pts)))
+	case len(loads) < 2:
+		out = append(out, fmt.Sprintf("every level is at c=%d: one load cannot tell per-step from per-sequence costs", pts[0].Concurrency))
+	}
+	if o.Lockstep {
+		out = append(out, "the levels ran in lockstep (bench --lockstep: each level's users started at once, prefilling in one burst), which the fit's users, spread over a request, do not")
+	}
+	if len(out) == 0 {
+		out = append(out, "the simulator's cost model does not describe this server (nothing in the run names a cause: compare the levels' measured and fitted figures)")
+	}
+	return out
 }
 
 // fit finds MBU, the prefill rate and the two overheads by Nelder-Mead on

@@ -2,8 +2,10 @@ package calibrate
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tokbench/tokbench/metrics"
@@ -120,5 +122,69 @@ func TestPredictsLlamaServer(t *testing.T) {
 				t.Errorf("c=%d %s: predicted %.2f, measured %.2f: %.1f%% off, want within 15%%", m.users, c.name, c.got, c.want, 100*e)
 			}
 		}
+	}
+}
+
+// TestImpossibleDeclaredModelIsRefused is the case: the
+// recorded llama-server run (a 150 MB model) declared as llama-3.2-1b
+// bf16 (2.47 GB of weights) on a machine measured at 8.0 GB/s. Decoding
+// 89 tok/s would read 220 GB/s: the fit cannot match, and the error says
+// the declared deployment cannot have served the run.
+func TestImpossibleDeclaredModelIsRefused(t *testing.T) {
+	s, err := results.ReadSummary("testdata/llamacpp-c1-c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Levels {
+		ph := *s.Levels[i].Physics
+		ph.Deployment, ph.WeightBytes, ph.BandwidthBytesPerSec = "llama-3.2-1b bf16 on 1× local", 2.47e9, 8.0e9
+		s.Levels[i].Physics = &ph
+	}
+	f, err := FromRun(context.Background(), "run", s, map[string]string{"server_slots": "4"}, Options{})
+	fe, ok := errors.AsType[*FitError](err)
+	if !ok {
+		t.Fatalf("FromRun = %v, want a *FitError", err)
+	}
+	if f == nil || fe.File != f || f.Fit.RMSError <= DefaultMaxRMSError || f.Fit.MaxRMSError != DefaultMaxRMSError || f.Fit.Error != err.Error() {
+		t.Fatalf("refused fit: rms %.3f (bound %.2f), error %q", f.Fit.RMSError, f.Fit.MaxRMSError, f.Fit.Error)
+	}
+	if !strings.HasPrefix(fe.Causes[0], "the declared model or hardware cannot have served this run: 89.38 tok/s at c=1 reads 221.0 GB/s (2.47 GB a step), 2762% of the 8.0 GB/s that llama-3.2-1b bf16 on 1× local can read") {
+		t.Errorf("first cause %q", fe.Causes[0])
+	}
+	t.Logf("%s", err)
+}
+
+// TestCausesNamed: a refused fit names the run's shape as the cause:
+// one level, levels at one load, lockstep levels; the cost model itself
+// when the run shows none of those; a fit pinned at its bandwidth bound.
+func TestCausesNamed(t *testing.T) {
+	pt := func(c int) Point {
+		return Point{Concurrency: c, InputTokens: 256, OutputTokens: 64, DecodeTPS: Compare{Measured: 90}, TTFTMs: Compare{Measured: 130}}
+	}
+	file := func(mbu float64, pts ...Point) *File {
+		return &File{Deployment: "tiny", Cost: sim.Calibrated{WeightBytes: truth.WeightBytes, KVBytesPerToken: truth.KVBytesPerToken,
+			BandwidthBytesPerSec: truth.BandwidthBytesPerSec, MBU: mbu}, Fit: Fit{Levels: pts}}
+	}
+	for _, c := range []struct {
+		name string
+		f    *File
+		o    Options
+		want string
+	}{
+		{"one level", file(0.7, pt(1)), Options{}, "too few levels: 1"},
+		{"one load", file(0.7, pt(2), pt(2)), Options{}, "every level is at c=2"},
+		{"lockstep", file(0.7, pt(1), pt(2)), Options{Lockstep: true}, "the levels ran in lockstep"},
+		{"none of those", file(0.7, pt(1), pt(2)), Options{}, "the simulator's cost model does not describe this server"},
+		{"at the bound", file(1, pt(1), pt(2)), Options{}, "the fit's memory efficiency sits at its bound (100.0%)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			causes := strings.Join(c.f.causes(c.o), "; ")
+			if !strings.Contains(causes, c.want) {
+				t.Errorf("causes %q lack %q", causes, c.want)
+			}
+			if strings.Contains(causes, "cannot have served") {
+				t.Errorf("a possible deployment named impossible: %q", causes)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 // CalibrationText writes a calibration's fitted terms and each level's
 // measured and simulated figures; out is the file it was written to.
+// An empty out says nothing was written.
 func CalibrationText(w io.Writer, f *calibrate.File, out string) error {
 	c := f.Cost
 	var b strings.Builder
@@ -26,7 +27,13 @@ func CalibrationText(w io.Writer, f *calibrate.File, out string) error {
 		fmt.Fprintf(&b, "  c=%-4d %6d %6d  %9.2f → %-9.2f (%+5.1f%%)  %9.1f → %-9.1f (%+5.1f%%)\n", p.Concurrency, p.InputTokens, p.OutputTokens,
 			p.DecodeTPS.Measured, p.DecodeTPS.Simulated, p.DecodeTPS.ErrorPct, p.TTFTMs.Measured, p.TTFTMs.Simulated, p.TTFTMs.ErrorPct)
 	}
-	fmt.Fprintf(&b, "\n  rms error %.1f%%; %s\nwrote %s (simulate --calibration, serve --calibration)\n", 100*f.Fit.RMSError, f.Fit.Note, out)
+	fmt.Fprintf(&b, "\n  rms error %.1f%% (bound %.0f%%); %s\n", 100*f.Fit.RMSError, 100*f.Fit.MaxRMSError, f.Fit.Note)
+	if f.Fit.Error != "" {
+		fmt.Fprintf(&b, "FIT REFUSED: %s\n", f.Fit.Error)
+	}
+	if out != "" {
+		fmt.Fprintf(&b, "wrote %s (simulate --calibration, serve --calibration)\n", out)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

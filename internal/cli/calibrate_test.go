@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,85 @@ func TestCalibrateThenSimulate(t *testing.T) {
 		if code, _, stderr := runCLI(context.Background(), nil, args...); code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%v: exit %d, %q", args, code, stderr)
 		}
+	}
+}
+
+// TestCalibrateRefusesAnImpossibleRun: the recorded llama-server run
+// declared as llama-3.2-1b bf16 (2.47 GB) on 8.0 GB/s, as in the issue,
+// exits 1 with the cause in one line and writes nothing; --force writes
+// the fit with its error, and simulate --calibration repeats that error
+// beside every prediction, in the table and in JSON.
+func TestCalibrateRefusesAnImpossibleRun(t *testing.T) {
+	s, err := results.ReadSummary(filepath.Join("..", "..", "calibrate", "testdata", "llamacpp-c1-c2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Levels {
+		ph := *s.Levels[i].Physics
+		ph.Deployment, ph.WeightBytes, ph.BandwidthBytesPerSec = "llama-3.2-1b bf16 on 1× local", 2.47e9, 8.0e9
+		s.Levels[i].Physics = &ph
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(dir, 0o755)
+	if err := results.WriteSummary(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	cal := filepath.Join(t.TempDir(), "cal.json")
+	code, stdout, stderr := runCLI(context.Background(), nil, "calibrate", dir, "--out", cal)
+	if code != ExitFailure || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+		!strings.Contains(stderr, "cannot have served this run") || !strings.Contains(stderr, cal+" not written") {
+		t.Fatalf("calibrate: exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "FIT REFUSED") || strings.Contains(stdout, "wrote ") {
+		t.Errorf("refused fit's table:\n%s", stdout)
+	}
+	if _, err := os.Stat(cal); !os.IsNotExist(err) {
+		t.Fatalf("a refused fit was written: %v", err)
+	}
+	code, _, stderr = runCLI(context.Background(), nil, "calibrate", dir, "--out", cal, "--force")
+	if code != 0 {
+		t.Fatalf("calibrate --force: exit %d: %s", code, stderr)
+	}
+	var file struct {
+		Fit struct {
+			RMSError    float64 `json:"rms_error"`
+			MaxRMSError float64 `json:"max_rms_error"`
+			Error       string  `json:"error"`
+		} `json:"fit"`
+	}
+	b, _ := os.ReadFile(cal)
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if file.Fit.RMSError <= 0.2 || file.Fit.MaxRMSError != 0.2 || !strings.Contains(file.Fit.Error, "cannot have served this run") {
+		t.Fatalf("forced file's fit %+v", file.Fit)
+	}
+	note := fmt.Sprintf("predicted by a fit that missed its measured levels (c=1, c=2) by %.1f%% rms", 100*file.Fit.RMSError)
+	_, text, _ := runCLI(context.Background(), nil, "simulate", "--calibration", cal, "--concurrency", "4,8", "--phases", "1")
+	for _, want := range []string{"c=4: " + note, "c=8: " + note, "WARNING: " + cal + " was written with --force", "REFUSED"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("simulate output lacks %q:\n%s", want, text)
+		}
+	}
+	code, stdout, stderr = runCLI(context.Background(), nil, "simulate", "--calibration", cal, "--concurrency", "4", "--phases", "1", "--format", "json")
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Levels []struct {
+			Fit *struct {
+				RMSError float64 `json:"rms_error"`
+				Error    string  `json:"error"`
+			} `json:"calibration_fit"`
+		} `json:"levels"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Levels) != 1 || out.Levels[0].Fit == nil || out.Levels[0].Fit.RMSError != file.Fit.RMSError || out.Levels[0].Fit.Error != file.Fit.Error {
+		t.Errorf("simulate JSON levels' fit %+v, want the file's %+v", out.Levels, file.Fit)
+	}
+	if code, _, stderr := runCLI(context.Background(), nil, "calibrate", dir, "--out", cal, "--max-rms-error", "0"); code != ExitUsage || !strings.Contains(stderr, "--max-rms-error") {
+		t.Errorf("--max-rms-error 0: exit %d, %q", code, stderr)
 	}
 }

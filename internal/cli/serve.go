@@ -89,7 +89,11 @@ func (f *simFlags) calibrated(set func(string) bool) (sim.Config, error) {
 
 func (f *simFlags) preset() string {
 	if f.cal != nil {
-		return fmt.Sprintf("CALIBRATED %s (fitted to %s, rms error %.1f%%)", f.cal.Deployment, f.cal.Run, 100*f.cal.Fit.RMSError)
+		refused := ""
+		if f.cal.Fit.Error != "" {
+			refused = ", REFUSED: beyond its bound, written with --force"
+		}
+		return fmt.Sprintf("CALIBRATED %s (fitted to %s, rms error %.1f%%%s)", f.cal.Deployment, f.cal.Run, 100*f.cal.Fit.RMSError, refused)
 	}
 	return fmt.Sprintf("%s %s on %d× %s", f.model, f.quant, f.gpus, f.hardware)
 }

@@ -3,10 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/benchmark"
+	"github.com/tokbench/tokbench/calibrate"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/sim"
@@ -75,7 +78,18 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 				return writeSimJSON(env, sum, &f, input, output)
 			}
 			fmt.Fprintf(env.Stdout, "simulated %s, %d in / %d out tokens, virtual time\n", f.preset(), input, output)
-			return report.Table(env.Stdout, sum)
+			if err := report.Table(env.Stdout, sum); err != nil {
+				return err
+			}
+			if f.cal != nil {
+				for _, lv := range sum.Levels {
+					fmt.Fprintf(env.Stdout, "%s: %s\n", lv.Load, fitErrorNote(f.cal))
+				}
+				if f.cal.Fit.Error != "" {
+					fmt.Fprintf(env.Stdout, "WARNING: %s was written with --force: %s\n", f.calibration, f.cal.Fit.Error)
+				}
+			}
+			return nil
 		},
 	}
 	f.register(cmd.Flags())
@@ -88,6 +102,22 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 	fl.IntVar(&phases, "phases", 1, fmt.Sprintf("run each level this many times with its users' starts at random instants and report the mean: the expected figures of a real server, whose users fall into step with each other by chance (default %d with --calibration)", calibratedPhases))
 	fl.BoolVar(&lockstep, "lockstep", false, "start each level's users at the same instant (the default spreads them over one request's duration, as bench does)")
 	return cmd
+}
+
+// fitErrorNote is what stands beside every calibrated prediction: how
+// far the fit missed the levels it was fitted to.
+func fitErrorNote(cal *calibrate.File) string {
+	var loads []string
+	worst := 0.0
+	for _, p := range cal.Fit.Levels {
+		loads = append(loads, fmt.Sprintf("c=%d", p.Concurrency))
+		worst = max(worst, math.Abs(p.DecodeTPS.ErrorPct), math.Abs(p.TTFTMs.ErrorPct))
+	}
+	s := fmt.Sprintf("predicted by a fit that missed its measured levels (%s) by %.1f%% rms, %.1f%% at worst", strings.Join(loads, ", "), 100*cal.Fit.RMSError, worst)
+	if cal.Fit.Error != "" {
+		s += " (REFUSED: beyond its bound, written with --force)"
+	}
+	return s
 }
 
 // calibratedPhases is --phases for a calibrated simulation: a prediction
@@ -107,12 +137,29 @@ func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) er
 		// Calibration is the calibration file simulated, when one was.
 		Calibration string `json:"calibration,omitempty"`
 	}
+	// A calibrated level carries the fit's error beside its prediction.
+	type fit struct {
+		RMSError float64 `json:"rms_error"`
+		Note     string  `json:"note"`
+		Error    string  `json:"error,omitempty"`
+	}
+	type level struct {
+		metrics.Level
+		Fit *fit `json:"calibration_fit,omitempty"`
+	}
+	levels := make([]level, len(s.Levels))
+	for i, lv := range s.Levels {
+		levels[i].Level = lv
+		if f.cal != nil {
+			levels[i].Fit = &fit{RMSError: f.cal.Fit.RMSError, Note: fitErrorNote(f.cal), Error: f.cal.Fit.Error}
+		}
+	}
 	out := struct {
-		Schema      string          `json:"schema"`
-		Target      target          `json:"target"`
-		Interrupted bool            `json:"interrupted"`
-		Levels      []metrics.Level `json:"levels"`
-	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, input, output, "virtual", ""}, false, s.Levels}
+		Schema      string  `json:"schema"`
+		Target      target  `json:"target"`
+		Interrupted bool    `json:"interrupted"`
+		Levels      []level `json:"levels"`
+	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, input, output, "virtual", ""}, false, levels}
 	if f.cal != nil {
 		out.Target.Hardware, out.Target.Quant, out.Target.GPUs = "", "", 0
 		out.Target.Calibration = f.calibration
