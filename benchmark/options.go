@@ -85,12 +85,15 @@ type Options struct {
 	Hardware, Quant string
 	// Remeasure measures --hardware local's bandwidth now, whatever is
 	// cached.
-	Remeasure                       bool
-	GPUs                            int
-	ParamsB                         float64
-	GGUF                            string // the served model's file, for exact bytes per token
-	Engine, Label                   string
-	ServerMetrics                   bool
+	Remeasure     bool
+	GPUs          int
+	ParamsB       float64
+	GGUF          string // the served model's file, for exact bytes per token
+	Engine, Label string
+	ServerMetrics bool
+	// GPUTelemetry is auto, off, nvidia-smi or dcgm=URL; EnergyPrice a
+	// price per kWh ("0.12/kWh").
+	GPUTelemetry, EnergyPrice       string
 	PriceIn, PriceOut, GPUHourPrice float64
 
 	// Given reports whether the user set an option, by its flag name: a
@@ -114,7 +117,7 @@ func DefaultOptions() Options {
 		DatasetFormat: workload.FormatAuto, PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
 		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
 		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
-		Repeat: 1, SweepMax: 512, Workload: "synthetic", Steps: 5, Turns: 5, TraceSpeed: "1",
+		Repeat: 1, SweepMax: 512, GPUTelemetry: "auto", Workload: "synthetic", Steps: 5, Turns: 5, TraceSpeed: "1",
 	}
 }
 
@@ -179,6 +182,18 @@ func (opts Options) Plan() (*Plan, error) {
 	}
 	if o.Hardware == "local" && o.URL == "" {
 		return nil, inputErrorf("--hardware local: judges a server on this machine; give its --url (the embedded simulator simulates catalog hardware)")
+	}
+	gpu, err := ParseGPUTelemetry(o.GPUTelemetry, o.URL)
+	if err != nil {
+		return nil, err
+	}
+	price, err := ParseEnergyPrice(o.EnergyPrice)
+	if err != nil {
+		return nil, err
+	}
+	if gpu != nil {
+		gpu.PricePerKWh = price
+		p.GPUTelemetry = gpu
 	}
 	if o.Remeasure && o.Hardware != "local" {
 		return nil, inputErrorf("--remeasure: measures --hardware local's bandwidth; --hardware is %q", o.Hardware)

@@ -48,6 +48,9 @@ type Plan struct {
 	// ServerMetrics scrapes the server's /metrics around each level; with
 	// API auto it is on for the engines known to serve latency series.
 	ServerMetrics bool
+	// GPUTelemetry samples the GPUs' counters during every level (nil:
+	// none).
+	GPUTelemetry *GPUTelemetry
 
 	Client ClientOptions
 

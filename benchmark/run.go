@@ -296,6 +296,14 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 	if r.serverMetrics {
 		scrape = &serverScrape{client: r.http, base: r.base, header: r.header, warn: &summary.Warnings, delta: probe.MetricsSnapshot{}}
 	}
+	var gpu *gpuSampling
+	if p.GPUTelemetry != nil {
+		var err error
+		if gpu, err = startGPUSampling(ctx, *p.GPUTelemetry, r.http, &summary.Warnings); err != nil {
+			return nil, err
+		}
+		defer gpu.close()
+	}
 	runOnce := func(ctx context.Context, i int, lv load.Level) (load.Result, error) {
 		src, err := r.source(ctx, i, lv)
 		if err != nil {
@@ -306,13 +314,22 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 			runner.Reset() // its watcher reads nothing of the level before
 			defer r.hooks.Level(runner, lv)()
 		}
-		if scrape == nil {
+		if scrape == nil && gpu == nil {
 			return runner.RunLevel(ctx, i, lv, src)
 		}
-		// The warm-up runs on the level's runner (labelled so, counted
-		// nowhere), before the first scrape.
-		return scrape.around(ctx, lv, func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) },
-			func() { runner.WarmUp(ctx, i, lv, src) })
+		// Scraped or sampled, the warm-up runs first (on the level's
+		// runner, labelled so, counted nowhere), so the level's figures
+		// hold the measured requests only.
+		lv = warmUp(lv, func() { runner.WarmUp(ctx, i, lv, src) })
+		measured := func(lv load.Level) (load.Result, error) { return runner.RunLevel(ctx, i, lv, src) }
+		if gpu != nil {
+			inner := measured
+			measured = func(lv load.Level) (load.Result, error) { return gpu.around(lv, inner) }
+		}
+		if scrape == nil {
+			return measured(lv)
+		}
+		return scrape.around(ctx, lv, measured)
 	}
 	annotate := func(lv *metrics.Level) {
 		if !p.Workload.ServerTokenizer && !strings.HasSuffix(tok.Name(), ".json") {
@@ -323,6 +340,9 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 		}
 		if scrape != nil {
 			scrape.annotate(lv)
+		}
+		if gpu != nil {
+			gpu.annotate(lv)
 		}
 		lv.NameQueue(r.serverSlots())
 		if p.Workload.Chat {

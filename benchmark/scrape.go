@@ -11,8 +11,8 @@ import (
 
 // serverScrape scrapes the server's /metrics before and after each run of a
 // level (--server-metrics) and adds up the histogram deltas over the
-// level's repeats. The level's warm-up runs first, unrecorded, so the
-// deltas hold the measured requests only.
+// level's repeats. The level's warm-up runs first, unrecorded (warmUp),
+// so the deltas hold the measured requests only.
 type serverScrape struct {
 	client *http.Client
 	base   string
@@ -23,11 +23,17 @@ type serverScrape struct {
 	none   bool // said that the scrapes held no series tokbench reads
 }
 
-func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error), warmup func()) (load.Result, error) {
+// warmUp runs lv's warm-up requests with warmup and returns lv without
+// them.
+func warmUp(lv load.Level, warmup func()) load.Level {
 	if lv.Warmup > 0 {
 		warmup()
 		lv.Warmup = 0
 	}
+	return lv
+}
+
+func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.Level) (load.Result, error)) (load.Result, error) {
 	before, err := probe.ScrapeMetrics(ctx, s.client, s.base, s.header)
 	res, runErr := run(lv)
 	if err == nil {

@@ -200,12 +200,14 @@ type Level struct {
 	// Retries counts retried attempts (each request is counted once).
 	Retries int `json:"retries,omitempty"`
 	// Aborted says why the level stopped early (--max-error-rate).
-	Aborted   string     `json:"aborted,omitempty"`
-	Shortfall Shortfall  `json:"output_shortfall"`
-	Physics   *Physics   `json:"physics,omitempty"`
-	SLO       *SLOResult `json:"slo,omitempty"`
-	Repeats   *Repeats   `json:"repeats,omitempty"`
-	Cost      *Cost      `json:"cost,omitempty"`
+	Aborted   string    `json:"aborted,omitempty"`
+	Shortfall Shortfall `json:"output_shortfall"`
+	Physics   *Physics  `json:"physics,omitempty"`
+	// GPU is what the GPUs' counters said during the level.
+	GPU     *GPU       `json:"gpu,omitempty"`
+	SLO     *SLOResult `json:"slo,omitempty"`
+	Repeats *Repeats   `json:"repeats,omitempty"`
+	Cost    *Cost      `json:"cost,omitempty"`
 	// PromptCache is how much of the prompts the server took from its
 	// prefix cache, where it said or its timing shows.
 	PromptCache *PromptCache `json:"prompt_cache,omitempty"`

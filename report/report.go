@@ -153,6 +153,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 			source = ph.Source
 		}
 	}
+	if t := telemetrySource(s.Levels); t != "" {
+		source = strings.TrimPrefix(source+"; "+t, "; ")
+	}
 	if source != "" {
 		notes = append(notes, "physics: "+source) // once: every level's is the run's
 	}
@@ -164,6 +167,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, n)
 		}
 		if n := serverMetricsNote(lv); n != "" {
+			notes = append(notes, n)
+		}
+		if n := GPUNote(lv); n != "" {
 			notes = append(notes, n)
 		}
 	}

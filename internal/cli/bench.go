@@ -73,7 +73,7 @@ var benchFlagGroups = []flagGroup{
 	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "tokenizer", "prefix-tokens",
 		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
 	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "remeasure", "quant", "gpus", "params", "gguf", "price-in", "price-out",
-		"gpu-hour-price", "server-metrics"}},
+		"gpu-hour-price", "server-metrics", "gpu-telemetry", "energy-price"}},
 	{"Failures and limits", []string{"timeout", "stall-timeout", "retry", "max-error-rate", "grace"}},
 	{"Output", []string{"out", "replace", "format", "quiet", "progress-every", "metrics-addr", "engine", "label", "help"}},
 }

@@ -71,6 +71,8 @@ func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
 	fl.Float64Var(&o.ParamsB, "params", o.ParamsB, "billions of parameters of a dense model not in the catalog (for the ceiling and MBU)")
 	fl.Float64Var(&o.PriceIn, "price-in", o.PriceIn, "price per million input tokens (for cost per level)")
 	fl.Float64Var(&o.PriceOut, "price-out", o.PriceOut, "price per million output tokens (for cost per level)")
+	fl.StringVar(&o.GPUTelemetry, "gpu-telemetry", o.GPUTelemetry, "sample the GPUs' counters during every level: auto (nvidia-smi when on PATH and the server is on this machine), off, nvidia-smi, or dcgm=URL (a DCGM exporter's /metrics)")
+	fl.StringVar(&o.EnergyPrice, "energy-price", o.EnergyPrice, "electricity price per kWh, e.g. 0.12/kWh: the energy cost per million output tokens from the GPUs' power (--gpu-telemetry)")
 	fl.Float64Var(&o.GPUHourPrice, "gpu-hour-price", o.GPUHourPrice, "price of one GPU-hour, with --gpus (for cost per million output tokens)")
 	fl.BoolVar(&o.ServerMetrics, "server-metrics", o.ServerMetrics, "scrape the server's /metrics (vLLM's latency histograms) around each level and record its mean TTFT, TPOT and E2E beside the client's (on when --api auto finds vLLM or the simulator)")
 
