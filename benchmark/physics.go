@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tokbench/tokbench/machine"
 	"github.com/tokbench/tokbench/metrics"
@@ -62,7 +64,7 @@ func ResolvePhysics(in PhysicsInput) (*Physics, string, error) {
 		if err != nil {
 			return nil, "", inputErrorf("--gguf: %v", err)
 		}
-		return in.with(m, &w, note, false)
+		return in.with(m, &w, note+fileAge(in.GGUF), false)
 	case in.ParamsB > 0:
 		m := physics.Model{Name: fmt.Sprintf("dense-%gb", in.ParamsB), TotalParams: in.ParamsB * 1e9, ActiveParams: in.ParamsB * 1e9}
 		return in.with(m, nil, fmt.Sprintf("--params %g: a dense model, every parameter read per token", in.ParamsB), true)
@@ -124,7 +126,7 @@ func (in PhysicsInput) hardware() (physics.Hardware, error) {
 func (in PhysicsInput) FromServer(facts map[string]string, engine string) (ph *Physics, note string, ok bool, err error) {
 	if path := facts["model_path"]; path != "" {
 		if m, w, gnote, err := physics.FromGGUF(path); err == nil {
-			ph, note, err := in.with(m, &w, fmt.Sprintf("%s's model_path %s: %s", engine, path, strings.TrimPrefix(gnote, "--gguf: ")), false)
+			ph, note, err := in.with(m, &w, fmt.Sprintf("%s's model_path %s: %s", engine, path, strings.TrimPrefix(gnote, "--gguf: "))+fileAge(path), false)
 			return ph, note, err == nil, err
 		}
 	}
@@ -180,6 +182,16 @@ func (p *Physics) mbuNote(mbu float64) string {
 	}
 	return pct + " for " + p.Desc + ": impossible as given, so the model is smaller or more quantized than named, " +
 		"the server decodes speculatively, or the hardware is faster than --hardware says"
+}
+
+// fileAge is ", file of DATE, AGE old" for the file at path: the age of
+// the bytes per token a model file gives ("" when it cannot be read).
+func fileAge(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (file of %s, %s old)", st.ModTime().UTC().Format("2006-01-02 15:04 UTC"), machine.Age(time.Since(st.ModTime())))
 }
 
 // LocalHardware is this machine as hardware (--hardware local): its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,7 +90,12 @@ func TestBenchPhysicsFromServer(t *testing.T) {
 			if want := weights + 528*kv; ph.BytesPerToken != want {
 				t.Errorf("bytes per token %.0f, want the file's %.0f and %.0f of KV", ph.BytesPerToken, weights, 528*kv)
 			}
-			if !strings.Contains(ph.Source, "model_path "+path) || !strings.Contains(ph.Source, "h100-sxm") {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			age := " (file of " + st.ModTime().UTC().Format("2006-01-02 15:04 UTC") + ", "
+			if !strings.Contains(ph.Source, "model_path "+path) || !strings.Contains(ph.Source, "h100-sxm") || !strings.Contains(ph.Source, age) {
 				t.Errorf("source %q does not say where the figures came from", ph.Source)
 			}
 			if got := strings.Contains(ph.Note, "impossible as given"); got != c.wantImpossible || c.wantImpossible != (ph.MBU > 1) {
