@@ -49,6 +49,10 @@ type Hooks struct {
 	// SummaryEvery, as its window closes (idx: the level's place in the
 	// order run).
 	Window func(idx int, lv metrics.Load, w metrics.Window)
+	// Hurry, closed once ctx has ended, cuts the grace short: streams in
+	// flight are canceled now and the server is not scraped again, but
+	// what was measured is written all the same. Nil: the grace runs.
+	Hurry <-chan struct{}
 }
 
 // Result is what a run measured.
@@ -266,6 +270,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 	mc := newClient(p.Client, r.transport, r.http, r.adapter, r.base, r.header, r.secrets, tok)
 	runner := mc.Runner
 	runner.SLOs = p.SLOs // judged over every record, however many the summary holds
+	runner.Hurry = r.hooks.Hurry
 	if hook := r.hooks.Window; hook != nil {
 		runner.OnWindow = func(idx int, w metrics.Window) { hook(idx, r.current, w) }
 	}
@@ -294,7 +299,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 	summary := metrics.Summary{Schema: metrics.Schema, Target: r.target, Warnings: r.notes}
 	var scrape *serverScrape
 	if r.serverMetrics {
-		scrape = &serverScrape{client: r.http, base: r.base, header: r.header, warn: &summary.Warnings, delta: probe.MetricsSnapshot{}}
+		scrape = &serverScrape{client: r.http, base: r.base, header: r.header, warn: &summary.Warnings, delta: probe.MetricsSnapshot{}, hurry: r.hooks.Hurry}
 	}
 	var gpu *gpuSampling
 	if p.GPUTelemetry != nil {

@@ -20,7 +20,8 @@ type serverScrape struct {
 	delta  probe.MetricsSnapshot
 	warn   *[]string // the summary's warnings: a failed scrape is said once
 	failed bool
-	none   bool // said that the scrapes held no series tokbench reads
+	none   bool            // said that the scrapes held no series tokbench reads
+	hurry  <-chan struct{} // Hooks.Hurry: no scrape after it
 }
 
 // warmUp runs lv's warm-up requests with warmup and returns lv without
@@ -38,7 +39,12 @@ func (s *serverScrape) around(ctx context.Context, lv load.Level, run func(load.
 	res, runErr := run(lv)
 	if err == nil {
 		var after probe.MetricsSnapshot
-		if after, err = probe.ScrapeMetrics(context.WithoutCancel(ctx), s.client, s.base, s.header); err == nil {
+		// The scrape after an interrupt still runs, unless a second
+		// signal hurries the run to its files.
+		actx, cancel := untilHurry(ctx, s.hurry)
+		after, err = probe.ScrapeMetrics(actx, s.client, s.base, s.header)
+		cancel()
+		if err == nil {
 			s.delta.Add(after.Sub(before))
 		}
 	}
@@ -57,4 +63,20 @@ func (s *serverScrape) annotate(lv *metrics.Level) {
 		*s.warn = append(*s.warn, "--server-metrics: the server's /metrics moved none of the series tokbench reads (vLLM's, SGLang's, TGI's, llama.cpp's): no server-side figures")
 	}
 	s.delta = probe.MetricsSnapshot{}
+}
+
+// untilHurry is a context that outlives ctx's end and ends when hurry
+// closes (never, when nil); cancel frees it.
+func untilHurry(ctx context.Context, hurry <-chan struct{}) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if hurry != nil {
+		go func() {
+			select {
+			case <-hurry:
+				cancel()
+			case <-c.Done():
+			}
+		}()
+	}
+	return c, cancel
 }

@@ -5,8 +5,8 @@
 // the run is cut short.
 //
 // When the run's context is canceled, no new request is sent; streams in
-// flight get Grace to finish, then are canceled and recorded as
-// "interrupted".
+// flight get Grace to finish (or until Hurry closes), then are canceled and
+// recorded as "interrupted".
 package load
 
 import (
@@ -124,6 +124,10 @@ type Runner struct {
 	Timeout time.Duration
 	// Grace is how long streams in flight may finish after an interrupt.
 	Grace time.Duration
+	// Hurry, closed once the run's context has ended, ends the grace at
+	// once: streams in flight are canceled and recorded as interrupted.
+	// Nil: the grace runs its length.
+	Hurry <-chan struct{}
 	// Sink receives every recorded request as it finishes; calls are
 	// serialized by the runner.
 	Sink func(metrics.Record)
@@ -711,14 +715,18 @@ func (r *Runner) chain(ctx, reqCtx context.Context, level int, levelStart time.T
 func (r *Runner) requestContext(ctx context.Context) (reqCtx context.Context, done func()) {
 	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
 	stopWatch := context.AfterFunc(ctx, func() {
-		grace := r.Grace
-		if grace <= 0 {
+		if r.Grace <= 0 {
 			cancelReqs()
 			return
 		}
-		t := time.AfterFunc(grace, cancelReqs)
-		<-reqCtx.Done()
-		t.Stop()
+		t := time.NewTimer(r.Grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Hurry:
+		case <-reqCtx.Done(): // the level ended within the grace
+		}
+		cancelReqs()
 	})
 	return reqCtx, func() { stopWatch(); cancelReqs() }
 }

@@ -577,6 +577,52 @@ func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
 	}
 }
 
+// TestGraceAndHurry: after an interrupt the streams in flight finish
+// within Grace; Hurry ends the grace at once, and the streams it cuts are
+// recorded as interrupted.
+func TestGraceAndHurry(t *testing.T) {
+	for _, hurried := range []bool{false, true} {
+		srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 50 * time.Millisecond, Tokens: 20, Usage: true})
+		defer srv.Close()
+		r := newRunner(t, srv)
+		r.Grace = time.Minute
+		hurry := make(chan struct{})
+		r.Hurry = hurry
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		type result struct {
+			res Result
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := r.RunLevel(ctx, 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: 2}, Requests: 4, Lockstep: true}, fixedSource{maxTokens: 20})
+			done <- result{res, err}
+		}()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if st := srv.Streams(); len(st) == 2 && len(st[0].Flushes) > 0 && len(st[1].Flushes) > 0 {
+				break // both streams are a second from their end
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the streams did not start")
+			}
+		}
+		cancel()
+		if hurried {
+			close(hurry)
+		}
+		got := <-done
+		if got.err != ErrInterrupted || len(got.res.Records) != 2 {
+			t.Fatalf("hurried %v: %d records, err %v; want the 2 in flight, ErrInterrupted", hurried, len(got.res.Records), got.err)
+		}
+		for _, rec := range got.res.Records {
+			if hurried != (rec.ErrorClass == "interrupted") || hurried == rec.OK {
+				t.Errorf("hurried %v: record %d ok %v, class %q", hurried, rec.ID, rec.OK, rec.ErrorClass)
+			}
+		}
+	}
+}
+
 // TestOpenLoopRetryIsNoLateSend: in open loop a retried request's wait
 // (here 250 ms of back-off after a 500) is the server's doing: its queue
 // is its first attempt's, and it is no late send.
