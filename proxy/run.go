@@ -84,10 +84,13 @@ type Options struct {
 	Version     string
 	// Ready, when set, is told the proxy's URL and the metrics URL ("" without).
 	Ready func(proxyURL, metricsURL string)
+	// Hurry, closed once ctx has ended, ends the grace at once: streams
+	// still open are cut, and the summary is written. Nil: the grace runs.
+	Hurry <-chan struct{}
 }
 
 // Run serves the proxy until ctx ends, then lets the streams in flight
-// finish for Grace and writes the summary.
+// finish for Grace (or until Hurry closes) and writes the summary.
 func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 	var exporter *live.Exporter
 	var p *Proxy
@@ -137,6 +140,15 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Grace)
 	defer cancel()
+	if o.Hurry != nil {
+		go func() {
+			select {
+			case <-o.Hurry:
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close() // the grace is over: streams still open are cut
 	}

@@ -136,21 +136,25 @@ func TestRunBenchThroughTheProxy(t *testing.T) {
 
 // TestRunFinishesStreamsInFlight: stopped while streams are open, the
 // proxy stops taking requests, lets them end within its grace and counts
-// them; a stream longer than the grace is cut and recorded as cut.
+// them; a stream longer than the grace is cut and recorded as cut, and so
+// is one that Hurry cuts short of a long grace.
 func TestRunFinishesStreamsInFlight(t *testing.T) {
 	for _, c := range []struct {
+		name  string
 		grace time.Duration
+		hurry bool
 		ok    bool
-	}{{5 * time.Second, true}, {50 * time.Millisecond, false}} {
-		t.Run(c.grace.String(), func(t *testing.T) {
+	}{{"5s", 5 * time.Second, false, true}, {"50ms", 50 * time.Millisecond, false, false}, {"1m hurried", time.Minute, true, false}} {
+		t.Run(c.name, func(t *testing.T) {
 			up := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: 10 * time.Millisecond, Tokens: 40, Usage: true})
 			defer up.Close()
 			u, _ := url.Parse(up.URL + "/v1")
 			ctx, stop := context.WithCancel(context.Background())
 			ready := make(chan string, 1)
 			done := make(chan metrics.Summary, 1)
+			hurry := make(chan struct{})
 			go func() {
-				s, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Grace: c.grace,
+				s, err := Run(ctx, Options{Listen: "127.0.0.1:0", Config: Config{Upstream: u}, Grace: c.grace, Hurry: hurry,
 					Ready: func(p, _ string) { ready <- p }})
 				if err != nil {
 					t.Error(err)
@@ -180,7 +184,16 @@ func TestRunFinishesStreamsInFlight(t *testing.T) {
 				time.Sleep(2 * time.Millisecond) // the stream is well under way
 			}
 			stop()
-			s := <-done
+			if c.hurry {
+				time.Sleep(20 * time.Millisecond) // the grace has begun
+				close(hurry)
+			}
+			var s metrics.Summary
+			select {
+			case s = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return 10 s after it was stopped")
+			}
 			r := <-got
 			lv := s.Levels[0]
 			if whole := strings.HasSuffix(r.body, "data: [DONE]\n\n"); whole != c.ok {
