@@ -293,6 +293,19 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Shutdown stops taking requests (the listener of Start closes), lets the
+// streams in flight end until ctx ends, then closes the server as Close
+// does, cutting the streams still open.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.httpMu.Lock()
+	srv := s.httpSrv
+	s.httpMu.Unlock()
+	if srv != nil {
+		_ = srv.Shutdown(ctx) // an error is ctx's end: Close cuts what is left
+	}
+	return s.Close()
+}
+
 func (s *Server) shutdown() error {
 	s.closeOnce.Do(func() {
 		s.stop()

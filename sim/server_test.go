@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -375,6 +376,59 @@ func TestCloseEndsStreams(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(rest), "server shutting down") {
 		t.Errorf("stream after Close ends with %q, want a shutdown error event", lastN(string(rest), 200))
+	}
+}
+
+// TestShutdownLetsStreamsEnd: Shutdown takes no new request and lets a
+// stream in flight end whole while its context lasts; a stream longer than
+// that is cut with the shutdown's error event.
+func TestShutdownLetsStreamsEnd(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		grace  time.Duration
+		tokens int
+		whole  bool
+	}{{"ends within the grace", 10 * time.Second, 100, true}, {"cut at the grace", 100 * time.Millisecond, 30000, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Cost = fixedCost(2*ms, 100_000)
+			s, err := NewServer(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, err := s.Start(t.Context(), "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := post(t, t.Context(), base+"/completions", fmt.Sprintf(`{"prompt":"a","max_tokens":%d,"stream":true}`, c.tokens))
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			if _, err := br.ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), c.grace)
+			defer cancel()
+			shut := make(chan error, 1)
+			go func() { shut <- s.Shutdown(ctx) }()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if _, err := http.Get(base + "/models"); err != nil {
+					break // the listener is closed
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the server still takes requests 5 s into Shutdown")
+				}
+			}
+			rest, _ := io.ReadAll(br)
+			if whole := strings.HasSuffix(string(rest), "data: [DONE]\n\n"); whole != c.whole {
+				t.Errorf("stream whole %v, want %v: it ends %q", whole, c.whole, lastN(string(rest), 200))
+			}
+			if !c.whole && !strings.Contains(string(rest), "server shutting down") {
+				t.Errorf("the cut stream ends %q, want the shutdown's error event", lastN(string(rest), 200))
+			}
+			if err := <-shut; err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
