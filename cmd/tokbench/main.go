@@ -12,23 +12,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first Ctrl-C lets streams in flight finish and writes what was
-	// measured; a second one exits at once.
-	go func() {
-		<-ctx.Done()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		<-again
-		os.Exit(130)
-	}()
-	code := cli.Run(ctx, os.Args[1:], cli.Env{
+	code := cli.Run(context.Background(), os.Args[1:], cli.Env{
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
 		Getenv:     os.Getenv,
 		IsTerminal: cli.TerminalCheck,
+		// The commands that run catch SIGINT and SIGTERM while they run
+		// (cli's interrupts says what each one does); the others end as
+		// any program does.
+		Signals: func(c chan<- os.Signal) func() {
+			signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+			return func() { signal.Stop(c) }
+		},
 	})
-	stop()
 	os.Exit(code)
 }

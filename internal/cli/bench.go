@@ -92,6 +92,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if err != nil {
 		return err
 	}
+	ctx, hurry, stop := env.interrupts(ctx)
+	defer stop()
 	var w *results.Writer
 	if f.out != "" {
 		if !f.replace {
@@ -110,6 +112,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	}
 	hooks := benchmark.Hooks{
 		Out:    w,
+		Hurry:  hurry.Done(),
 		Notice: func(s string) { fmt.Fprintln(env.Stderr, "tokbench: "+s) },
 		Runner: func(r *load.Runner, t metrics.Target) error {
 			if err := startLive(ctx, env, f.metricsAddr, r, t); err != nil {

@@ -5,6 +5,11 @@
 // Exit codes: 0 success, 1 the run failed (no request completed, a gate
 // tripped), 2 bad input (a flag, file or field, named in one line), 130
 // interrupted (everything measured is still written).
+//
+// Signals: the commands that run (bench, proxy, serve) stop at the first
+// SIGINT or SIGTERM, count more within a second as the same one, and cut
+// the grace of streams in flight short at a later one, still writing
+// what was measured; the other commands end as any program does.
 package cli
 
 import (
@@ -35,6 +40,11 @@ type Env struct {
 	Getenv func(string) string
 	// IsTerminal reports whether w is an interactive terminal; nil means never.
 	IsTerminal func(w io.Writer) bool
+	// Signals relays SIGINT and SIGTERM to c, as signal.Notify does, for
+	// a command that runs (bench, proxy, serve; see interrupts), and
+	// returns the function that stops it (signal.Stop). Nil: no signal
+	// arrives, and the commands stop when Run's context ends.
+	Signals func(c chan<- os.Signal) (stop func())
 }
 
 func (e Env) isTerminal(w io.Writer) bool {

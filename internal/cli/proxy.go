@@ -87,9 +87,11 @@ streams in flight finish for --grace.`,
 				defer w.Close()
 				w.Rotate(int64(min(rotateBytes, 1<<62)), rotateEvery)
 			}
-			s, err := proxy.Run(cmd.Context(), proxy.Options{
+			ctx, hurry, stop := env.interrupts(cmd.Context())
+			defer stop()
+			s, err := proxy.Run(ctx, proxy.Options{
 				Listen: listen, Config: proxy.Config{Upstream: u, Tokenizer: tok, AskUsage: askUsage, TLS: tlsCfg, MaxBodies: int64(budget)}, Out: w,
-				MetricsAddr: metricsAddr, Every: every, Grace: grace, Version: Version,
+				MetricsAddr: metricsAddr, Every: every, Grace: grace, Hurry: hurry.Done(), Version: Version,
 				Ready: func(p, m string) {
 					fmt.Fprintf(env.Stderr, "tokbench proxy: %s → %s; Ctrl-C stops\n", p, api.RedactURL(upstream))
 					if m != "" {

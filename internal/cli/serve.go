@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -100,16 +102,18 @@ func (f *simFlags) preset() string {
 
 func newServeCmd(env Env) *cobra.Command {
 	var (
-		f    simFlags
-		addr string
+		f     simFlags
+		addr  string
+		grace time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the simulated OpenAI-compatible inference server",
 		Long: `serve runs the simulated inference engine behind an OpenAI-compatible API
 (/v1/chat/completions, /v1/completions, /v1/models, /metrics, /health) until
-interrupted. Token timing follows the physics of the chosen model, precision
-and hardware; see docs/simulator.md.`,
+interrupted; Ctrl-C lets streams in flight finish for --grace. Token timing
+follows the physics of the chosen model, precision and hardware; see
+docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags().Changed)
@@ -120,8 +124,13 @@ and hardware; see docs/simulator.md.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			ctx := cmd.Context()
-			url, err := srv.Start(ctx, addr)
+			if grace < 0 {
+				return usagef("--grace: want a duration of 0 or more, got %v", grace)
+			}
+			ctx, hurry, stop := env.interrupts(cmd.Context())
+			defer stop()
+			// The server outlives ctx by the grace: Shutdown below ends it.
+			url, err := srv.Start(context.WithoutCancel(ctx), addr)
 			if err != nil {
 				srv.Close()
 				return usagef("--addr: %v", err)
@@ -135,13 +144,13 @@ and hardware; see docs/simulator.md.`,
 			}
 			fmt.Fprintf(env.Stderr, "tokbench serve: OpenAI base URL %s (model %q); Ctrl-C stops\n", url, c.ServedModel)
 			<-ctx.Done()
-			if err := srv.Close(); err != nil {
-				return err
-			}
-			return nil
+			gctx, cancel := context.WithTimeout(hurry, grace)
+			defer cancel()
+			return srv.Shutdown(gctx)
 		},
 	}
 	f.register(cmd.Flags())
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address (loopback by default)")
+	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "at Ctrl-C, how long streams in flight may finish")
 	return cmd
 }
