@@ -187,8 +187,11 @@ func TestProxyBoundsMeasuredStream(t *testing.T) {
 		t.Fatalf("the client got %d bytes (status %d)", len(body), st)
 	}
 	recs := records()
-	if len(recs) != 1 || recs[0].OK || recs[0].ErrorClass != "overlong_stream" || len(recs[0].ChunkMs) == 0 || len(recs[0].ChunkMs) >= 200 {
-		t.Fatalf("record: class %q, %d chunks", recs[0].ErrorClass, len(recs[0].ChunkMs))
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+	if r := recs[0]; r.OK || r.ErrorClass != "overlong_stream" || len(r.ChunkMs) == 0 || len(r.ChunkMs) >= 200 {
+		t.Fatalf("record: class %q, %d chunks", r.ErrorClass, len(r.ChunkMs))
 	}
 }
 
