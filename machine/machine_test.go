@@ -36,7 +36,10 @@ func TestGPUsFromNvidiaSMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gpus) != 2 || CatalogName(gpus[0]) != "h100-sxm" || CatalogName(gpus[1]) != "a100-40gb" {
+	if len(gpus) != 2 {
+		t.Fatalf("gpus %+v, want 2", gpus)
+	}
+	if CatalogName(gpus[0]) != "h100-sxm" || CatalogName(gpus[1]) != "a100-40gb" {
 		t.Fatalf("gpus %+v → %q %q", gpus, CatalogName(gpus[0]), CatalogName(gpus[1]))
 	}
 	t.Setenv("PATH", t.TempDir())

@@ -289,7 +289,7 @@ func TestProxyClientGoesAway(t *testing.T) {
 		t.Fatalf("gzip-asking client: %d %q", st, body)
 	}
 	if recs := records(); len(recs) != 2 || !recs[1].OK || recs[1].OutputTokens != 50 {
-		t.Fatalf("the gzip-asking client's request was not measured: %+v", recs[len(recs)-1])
+		t.Fatalf("the gzip-asking client's request was not measured: %+v", recs)
 	}
 }
 

@@ -122,7 +122,7 @@ func TestBatchingSharesSteps(t *testing.T) {
 		}
 	}
 	if len(steps) != 3 {
-		t.Errorf("steps = %d, want 3 (both requests in every step)", len(steps))
+		t.Fatalf("steps = %d, want 3 (both requests in every step)", len(steps))
 	}
 	if s := steps[0].Step; s.PrefillTokens != 110 {
 		t.Errorf("first step prefill = %d, want 110", s.PrefillTokens)

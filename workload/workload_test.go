@@ -283,7 +283,10 @@ func TestSampleJSONL(t *testing.T) {
 	// k < rows: k distinct rows, the same for the same seed.
 	a, _ := Sample("testdata/rows.jsonl", FormatJSONL, 2, 7, Limits{})
 	b, _ := Sample("testdata/rows.jsonl", FormatJSONL, 2, 7, Limits{})
-	if len(a) != 2 || a[0].Line == a[1].Line || a[0].Line != b[0].Line || a[1].Line != b[1].Line {
+	if len(a) != 2 || len(b) != 2 {
+		t.Fatalf("Sample(k=2) = %d rows then %d, want 2", len(a), len(b))
+	}
+	if a[0].Line == a[1].Line || a[0].Line != b[0].Line || a[1].Line != b[1].Line {
 		t.Errorf("Sample(k=2) = lines %d,%d then %d,%d", a[0].Line, a[1].Line, b[0].Line, b[1].Line)
 	}
 }

@@ -139,8 +139,8 @@ func TestSIGTERMWritesInterruptedSummary(t *testing.T) {
 		t.Fatalf("exit: %v, want 130", err)
 	}
 	s, err := results.ReadSummary(dir)
-	if err != nil || !s.Interrupted {
-		t.Fatalf("summary interrupted=%v, %v", s.Interrupted, err)
+	if err != nil || !s.Interrupted || len(s.Levels) != 1 {
+		t.Fatalf("summary interrupted=%v, %d levels, %v", s.Interrupted, len(s.Levels), err)
 	}
 	recs, _, _ := results.ReadRecords(dir)
 	if s.Levels[0].Requests.Sent != len(recs) {

@@ -53,12 +53,13 @@ func TestNoAccidentalCacheHits(t *testing.T) {
 			seen[p] = true
 		}
 		if len(ps) < want {
-			t.Errorf("%s: %d requests, want at least %d", name, len(ps), want)
+			t.Fatalf("%s: %d requests, want at least %d", name, len(ps), want)
 		}
 	}
 	a := run("--requests", "8", "--warmup", "4")
 	unique("warm-up and level", a, 12)
 	b := run("--requests", "8", "--warmup", "4")
+	unique("the second run", b, 12)
 	if a[len(a)-1] == b[len(b)-1] || a[0] == b[0] {
 		t.Errorf("two runs without --seed sent the same prompts: %q / %q", a[0], b[0])
 	}
