@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
@@ -107,7 +108,9 @@ func TestAdapterAccuracy(t *testing.T) {
 			rp, srv := newReplay(t, c.file, c.ndjson, step)
 			cl := &api.Client{HTTP: srv.Client(), Adapter: a, BaseURL: srv.URL + c.base}
 			req := &api.Request{Model: "m", Messages: []api.Message{{Role: "user", Content: "Why is the sky blue?"}}, MaxTokens: 8}
+			watch := busy.Start()
 			resp := cl.Do(context.Background(), req)
+			lag := watch.Stop()
 			if resp.Failed() {
 				t.Fatalf("Do failed: %s: %s", resp.ErrorClass, resp.Error)
 			}
@@ -154,17 +157,26 @@ func TestAdapterAccuracy(t *testing.T) {
 				late = append(late, float64(d)/1e6)
 			}
 			slices.Sort(late)
-			if p50 := late[len(late)/2]; p50 > 3 {
-				t.Errorf("chunks stamped %.3f ms (median) after they were sent, want within 3 ms", p50)
+			// A stamp is as late as the machine kept the client (or the
+			// server, between its clock and its write) off a core: on a
+			// machine that did, the bounds grow by the lag measured beside.
+			slack := 0.0
+			if !lag.Quiet() {
+				slack = lag.MaxMs
+				t.Logf("timing bounds %.3f ms wider: the machine kept this process from its cores (%v)", slack, lag)
 			}
-			truth := float64(c.output-1) / at[len(at)-1].Sub(at[0]).Seconds()
+			if p50 := late[len(late)/2]; p50 > 3+slack {
+				t.Errorf("chunks stamped %.3f ms (median) after they were sent, want within %.3f ms", p50, 3+slack)
+			}
+			span := at[len(at)-1].Sub(at[0])
+			truth := float64(c.output-1) / span.Seconds()
 			got, ok := rec.DecodeTPS()
-			if !ok || math.Abs(got-truth)/truth > 0.05 {
-				t.Errorf("decode TPS %.2f, want %.2f (from the send instants) within 5%%", got, truth)
+			if tol := 0.05 + slack/(float64(span)/1e6); !ok || math.Abs(got-truth)/truth > tol {
+				t.Errorf("decode TPS %.2f, want %.2f (from the send instants) within %.1f%%", got, truth, 100*tol)
 			}
 			wantTTFT := float64(at[0].Sub(resp.Start)) / 1e6
-			if rec.TTFTMs < wantTTFT || rec.TTFTMs > wantTTFT+5 {
-				t.Errorf("TTFT %.2f ms, want %.2f ms (+5)", rec.TTFTMs, wantTTFT)
+			if rec.TTFTMs < wantTTFT || rec.TTFTMs > wantTTFT+5+slack {
+				t.Errorf("TTFT %.2f ms, want %.2f ms (+%.3f)", rec.TTFTMs, wantTTFT, 5+slack)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
@@ -68,10 +69,12 @@ func TestTraceReplay(t *testing.T) {
 		t.Fatalf("levels %+v", p.Levels)
 	}
 	var recs []metrics.Record
+	watch := busy.Start()
 	res, err := Run(context.Background(), p, Hooks{Runner: func(r *load.Runner, _ metrics.Target) error {
 		r.Sink = func(rec metrics.Record) { recs = append(recs, rec) } // serialized by the runner
 		return nil
 	}})
+	machine := watch.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,16 +117,24 @@ func TestTraceReplay(t *testing.T) {
 	}
 	t.Logf("send instant error p50 %.3f ms, p99 %.3f ms, max %.3f ms; client tick lag p99 %.3f ms", p50, p99, mx, lag)
 	// Late or not, each request's lateness is what its record says
-	// (queue_ms): the latency from the schedule is exact.
-	if _, q99, _ := spread(queue); q99 > 1 {
-		t.Errorf("the recorded lateness is off the server's by %.3f ms p99, want ≤ 1", q99)
+	// (queue_ms): the latency from the schedule is exact. The record's
+	// send instant is taken just before the write, so a machine that keeps
+	// the client off its cores moves the kernel's arrival from it by as
+	// long as it wakes the client late: the bound grows by that lag.
+	qTol := 1.0
+	if !machine.Quiet() {
+		qTol += machine.P99Ms
+		t.Logf("queue_ms judged within %.3f ms of the server's arrival, not 1: the machine kept this process from its cores (%v)", qTol, machine)
+	}
+	if _, q99, _ := spread(queue); q99 > qTol {
+		t.Errorf("the recorded lateness is off the server's by %.3f ms p99, want ≤ %.3f", q99, qTol)
 	}
 	// On time, when the machine let the client run (its own self-check
 	// says so): a busy machine's late sends are recorded, as checked above.
-	if lag < 1 {
-		if p99 > traceTolMs {
-			t.Errorf("send instants off the trace by %.3f ms p99, want ≤ %g", p99, float64(traceTolMs))
-		}
+	if lag >= 1 {
+		t.Logf("send instants not judged against the trace: the client's ticker lagged p99 %.3f ms", lag)
+	} else if p99 > traceTolMs {
+		t.Errorf("send instants off the trace by %.3f ms p99, want ≤ %g", p99, float64(traceTolMs))
 	}
 	// Lengths: every prompt of its input length, every answer of its output.
 	tok, _ := tokenize.Open(tokenize.Default)

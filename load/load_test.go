@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
@@ -110,7 +111,9 @@ func TestTimingMatchesKnownServer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				s := c.script
 				s.TTFT, s.Gap, s.Tokens = ttft, gap, tokens
+				watch := busy.Start()
 				res, srv := runRx(t, s, c.conc, c.requests, c.chat, rx)
+				lag := watch.Stop()
 				lv := res.Level
 				if lv.Requests.Completed != c.requests {
 					t.Fatalf("completed %d of %d: %v", lv.Requests.Completed, c.requests, lv.Requests.Errors)
@@ -139,10 +142,13 @@ func TestTimingMatchesKnownServer(t *testing.T) {
 					ttftErr = append(ttftErr, r.TTFTMs-trueTTFT)
 					tpsErr = append(tpsErr, (got-trueTPS)/trueTPS)
 				}
-				if e := metrics.Describe(ttftErr); e.Min < 0 || e.P50 > ttftTolMs {
+				// How late the stamps are is the machine's as much as the
+				// client's: judged when the machine let this process be.
+				timed := lag.Judge(t, "TTFT, decode TPS and ITL against the server's flushes")
+				if e := metrics.Describe(ttftErr); e.Min < 0 || (timed && e.P50 > ttftTolMs) {
 					t.Errorf("TTFT error vs the server's flush: min %.3f p50 %.3f ms (p99 %.3f), want within [0, %d] ms", e.Min, e.P50, e.P99, ttftTolMs)
 				}
-				if e := metrics.Describe(tpsErr); math.Abs(e.P50) > tpsTolRel {
+				if e := metrics.Describe(tpsErr); timed && math.Abs(e.P50) > tpsTolRel {
 					t.Errorf("decode TPS error vs the server's flushes: p50 %.2f%%, want within %g%%", 100*e.P50, 100*tpsTolRel)
 				}
 				// Against the script: nothing can arrive before the server's
@@ -154,9 +160,9 @@ func TestTimingMatchesKnownServer(t *testing.T) {
 					t.Errorf("TTFVT p50 %.3f differs from TTFT p50 %.3f without reasoning", lv.TTFVT.P50, lv.TTFT.P50)
 				}
 				// ITL: a chunk of k tokens after a gap g counts as k gaps of g/k.
-				// The mean is exact whatever the client's lateness (it is the span
-				// over the gaps); the median needs chunks stamped one by one,
-				// which a starved race-detector build may coalesce.
+				// The mean is the span over the gaps, so only the first and last
+				// stamps' lateness moves it; the median needs chunks stamped one
+				// by one, which a starved race-detector build may coalesce.
 				// The truth for the mean is the server's own flushes, not the
 				// script: a busy machine runs the server's gaps long or short.
 				var flushGaps float64
@@ -167,8 +173,10 @@ func TestTimingMatchesKnownServer(t *testing.T) {
 						gapTokens += per
 					}
 				}
-				within(t, "ITL mean ms (against the server's flushes)", lv.ITL.Mean, flushGaps/float64(gapTokens), 0.5)
-				if !raceBuild {
+				if timed {
+					within(t, "ITL mean ms (against the server's flushes)", lv.ITL.Mean, flushGaps/float64(gapTokens), 0.5)
+				}
+				if timed && !raceBuild {
 					within(t, "ITL p50 ms", lv.ITL.P50, float64(gap)/1e6/float64(per), 1)
 				}
 				if want := tokens - min(per, tokens); lv.ITL.Count != want*c.requests {
