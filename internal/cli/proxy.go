@@ -122,6 +122,8 @@ streams in flight finish for --grace.`,
 	fl.StringVar(&rotateSize, "rotate-size", "", "with --out: start a new requests.jsonl once it holds this much (e.g. 100MB), keeping the full one as requests-NNNNNN.jsonl")
 	fl.DurationVar(&rotateEvery, "rotate-every", 0, "with --out: start a new requests.jsonl this often (e.g. 1h)")
 	fl.StringVar(&bodyBudget, "body-budget", "256MiB", "memory the request bodies held at once may take together; a body past it is answered 503 with Retry-After")
-	fl.DurationVar(&grace, "grace", 30*time.Second, "at Ctrl-C, how long streams in flight may finish")
+	// Kubernetes kills a pod 30 s after its TERM by default: the grace
+	// ends before that, with time left to write the summary and report.
+	fl.DurationVar(&grace, "grace", 25*time.Second, "at Ctrl-C or TERM, how long streams in flight may finish (inside Kubernetes' default 30 s before it kills)")
 	return cmd
 }
