@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/wire"
@@ -131,6 +132,7 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 	const n = 20
 	var wg sync.WaitGroup
 	bodies := make([]string, n)
+	watch := busy.Start()
 	for i := range n {
 		wg.Go(func() {
 			var st int
@@ -141,6 +143,9 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// How late a chunk is read, and whether a client in this process
+	// read slowly, are the machine's as much as the proxy's.
+	timed := watch.Stop().Judge(t, "chunk arrivals against the server's flushes, and slow_client")
 	recs := records()
 	if len(recs) != n {
 		t.Fatalf("%d records for %d requests", len(recs), n)
@@ -171,11 +176,11 @@ func TestProxyMeasuresAgainstTheServersInstants(t *testing.T) {
 			worst = max(worst, s.OffMs(sameRead(r.ChunkMs, i), r.Start, at))
 		}
 		chunks, alone = chunks+len(r.ChunkMs), alone+reads(r.ChunkMs)
-		if r.Proxy == nil || r.Proxy.SlowClient {
+		if r.Proxy == nil || (timed && r.Proxy.SlowClient) {
 			t.Errorf("proxy block %+v", r.Proxy)
 		}
 	}
-	if worst > ttftTolMs || alone < chunks/2 {
+	if timed && (worst > ttftTolMs || alone < chunks/2) {
 		t.Errorf("upstream chunks off the server's flushes by up to %.3f ms (want ≤ %d), %d of %d read alone (want half or more)", worst, ttftTolMs, alone, chunks)
 	}
 	for _, b := range bodies {
