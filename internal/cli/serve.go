@@ -116,6 +116,9 @@ follows the physics of the chosen model, precision and hardware; see
 docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if grace < 0 {
+				return usagef("--grace: want a duration of 0 or more, got %v", grace)
+			}
 			cfg, err := f.config(cmd.Flags().Changed)
 			if err != nil {
 				return err
@@ -123,9 +126,6 @@ docs/simulator.md.`,
 			srv, err := sim.NewServer(cfg)
 			if err != nil {
 				return usagef("%v", err)
-			}
-			if grace < 0 {
-				return usagef("--grace: want a duration of 0 or more, got %v", grace)
 			}
 			ctx, hurry, stop := env.interrupts(cmd.Context())
 			defer stop()

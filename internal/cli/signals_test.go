@@ -300,3 +300,48 @@ func lastBytes(s string, n int) string {
 	}
 	return s
 }
+
+// TestServeFinishesStreamsOnTERM: serve under timeout gets two TERMs at
+// once; it takes no new request and lets the stream in flight end whole.
+func TestServeFinishesStreamsOnTERM(t *testing.T) {
+	var sigs chan<- os.Signal
+	subscribed := make(chan struct{})
+	var stderr lockedBuffer
+	env := Env{Stderr: &stderr, Signals: func(c chan<- os.Signal) func() {
+		sigs = c
+		close(subscribed)
+		return func() {}
+	}}
+	done := make(chan int, 1)
+	go func() { done <- Run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--grace", "20s"}, env) }()
+	<-subscribed
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
+		if base = regexp.MustCompile(`http://127\.0\.0\.1:\d+/v1`).FindString(stderr.String()); base == "" && time.Now().After(deadline) {
+			t.Fatalf("no URL on stderr: %q", stderr.String())
+		}
+	}
+	resp, err := http.Post(base+"/completions", "application/json", strings.NewReader(`{"prompt":"a","max_tokens":200,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	sigs <- syscall.SIGTERM
+	sigs <- syscall.SIGTERM
+	rest, err := io.ReadAll(br)
+	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Errorf("the stream in flight was cut (%v): it ends %q", err, lastBytes(string(rest), 120))
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d, want 0: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop after its streams ended")
+	}
+}
