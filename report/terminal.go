@@ -55,8 +55,10 @@ func degradation(b *strings.Builder, s metrics.Summary, width int) {
 	for _, lv := range s.Levels {
 		labelW = max(labelW, len([]rune(lv.Load.String())))
 		topOut = max(topOut, lv.OutputTPS)
+		numW = max(numW, len(num(lv.OutputTPS, 1)))
 		if lv.DecodeTPS.Count > 0 {
 			topDec = max(topDec, lv.DecodeTPS.P50)
+			numW = max(numW, len(num(lv.DecodeTPS.P50, 1)))
 		}
 	}
 	// label, two spaces, then per column: bar, space, number, three spaces.

@@ -59,6 +59,28 @@ func TestTerminalChartsGolden(t *testing.T) {
 	}
 }
 
+// TestTerminalChartsWideNumbers: a figure wider than the column's six
+// characters (a decode rate of millions of tokens/s, as chunks a starved
+// client reads together give) widens the column; the rows stay within
+// the width.
+func TestTerminalChartsWideNumbers(t *testing.T) {
+	s, recs := threeLevels()
+	s.Levels[1].DecodeTPS.P50 = 2_345_678
+	s.Levels[2].OutputTPS = 12_345_678
+	var b bytes.Buffer
+	if err := TerminalCharts(&b, s, recs, 90); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > 90 {
+			t.Errorf("line %d is %d columns, want at most 90: %q", i, n, line)
+		}
+	}
+	if !strings.Contains(b.String(), "2345678") || !strings.Contains(b.String(), "12345678") {
+		t.Errorf("the wide figures are not shown whole:\n%s", b.String())
+	}
+}
+
 func TestTerminalChartsNumbers(t *testing.T) {
 	s, recs := threeLevels()
 	var b bytes.Buffer
