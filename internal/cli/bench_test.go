@@ -463,8 +463,12 @@ func TestBenchAgentChains(t *testing.T) {
 		}
 		return s, srv.Bodies()
 	}
+	watch := busy.Start()
 	slow, bodies := wall(6250 * time.Microsecond)
 	fast, _ := wall(2083 * time.Microsecond)
+	// No chain is faster than its server; how much slower is the
+	// machine's as much as tokbench's.
+	timed := watch.Stop().Judge(t, "chain wall-clock upper bounds and the slow/fast ratio")
 	for _, c := range []struct {
 		s   metrics.Summary
 		gap float64
@@ -474,11 +478,11 @@ func TestBenchAgentChains(t *testing.T) {
 			t.Fatalf("chains: %+v %+v", lv.Requests, lv.ChainMs)
 		}
 		want := 5 * (5 + 59*c.gap) // five calls, each TTFT + 59 gaps
-		if got := lv.ChainMs.P50; got < want || got > want*1.1 {
+		if got := lv.ChainMs.P50; got < want || (timed && got > want*1.1) {
 			t.Errorf("chain wall-clock %.1f ms, want about %.1f", got, want)
 		}
 	}
-	if r := slow.Levels[0].ChainMs.P50 / fast.Levels[0].ChainMs.P50; r < 2.6 || r > 3.1 {
+	if r := slow.Levels[0].ChainMs.P50 / fast.Levels[0].ChainMs.P50; timed && (r < 2.6 || r > 3.1) {
 		t.Errorf("slow/fast chain ratio %.2f, want about 3 (the seeds' 75 s vs 25 s)", r)
 	}
 	// Each call carries the conversation so far: call k has 2k−1 messages.
