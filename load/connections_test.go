@@ -139,7 +139,7 @@ func TestConnectionSetupOutsideTTFT(t *testing.T) {
 				switch counted := c.setup && !p.Reused; {
 				case counted && rec.TTFTMs < hs+script:
 					t.Errorf("record %d: TTFT %.1f ms leaves out the %.0f ms set-up it should count", rec.ID, rec.TTFTMs, hs)
-				case !counted && rec.TTFTMs >= hs:
+				case !counted && timed && rec.TTFTMs >= hs: // a busy machine's TTFT can outlast the handshake
 					t.Errorf("record %d: TTFT %.1f ms holds the set-up (reused %v)", rec.ID, rec.TTFTMs, p.Reused)
 				}
 			}
