@@ -103,8 +103,12 @@ streams in flight finish for --grace.`,
 				return usagef("%v", err)
 			}
 			lv := s.Levels[0]
-			fmt.Fprintf(env.Stderr, "tokbench proxy: measured %s (%d failed), TTFT p50 %s ms, %s\n",
-				plural(lv.Requests.Sent, "request"), lv.Requests.Failed, metrics.Figure(lv.TTFT.P50), plural(len(lv.Windows), "window"))
+			ttft := "no TTFT (no request completed)"
+			if lv.TTFT.Count > 0 {
+				ttft = "TTFT p50 " + metrics.Figure(lv.TTFT.P50) + " ms"
+			}
+			fmt.Fprintf(env.Stderr, "tokbench proxy: measured %s (%d failed), %s, %s\n",
+				plural(lv.Requests.Sent, "request"), lv.Requests.Failed, ttft, plural(len(lv.Windows), "window"))
 			return nil
 		},
 	}

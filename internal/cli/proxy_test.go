@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProxyFlags(t *testing.T) {
@@ -28,5 +32,45 @@ func TestProxyFlags(t *testing.T) {
 		if code != ExitUsage || !strings.HasPrefix(stderr, "tokbench: "+c.flag) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%v: exit %d, %q", c.args, code, stderr)
 		}
+	}
+}
+
+// TestProxyAllFailedSaysNoTTFT: a proxy whose every request failed (its
+// upstream refuses connections) ends saying it measured no TTFT, not
+// "TTFT p50 0.000 ms".
+func TestProxyAllFailedSaysNoTTFT(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, stderr := runCLI(ctx, nil, "proxy", "--upstream", "http://127.0.0.1:1/v1", "--listen", addr, "--grace", "1s")
+		done <- result{code, stderr}
+	}()
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	var resp *http.Response
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if resp, err = http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(body)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		cancel()
+		t.Fatalf("the proxy never answered: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	cancel()
+	r := <-done
+	if !strings.Contains(r.stderr, "(1 failed), no TTFT (no request completed)") || strings.Contains(r.stderr, "TTFT p50") {
+		t.Errorf("exit %d, stderr:\n%s\nwant the one failed request and no TTFT", r.code, r.stderr)
 	}
 }
