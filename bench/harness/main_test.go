@@ -212,22 +212,10 @@ func TestHarnessSends(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the fake server")
 	}
-	out := filepath.Join(t.TempDir(), "results.json")
-	var stdout bytes.Buffer
-	if err := run([]string{"-only", "send", "-send-rates", "100", "-send-traces=false", "-json", out}, &stdout); err != nil {
-		t.Fatalf("harness -only send: %v\n%s", err, stdout.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res []Result
-	if err := json.Unmarshal(b, &res); err != nil || len(res) != 1 {
-		t.Fatalf("results: %v %s", err, b)
-	}
+	res, stdout := runHarness(t, 1, "-only", "send", "-send-rates", "100", "-send-traces=false")
 	s := res[0].Sends
 	if s == nil || s.WireLate == nil {
-		t.Fatalf("send 100/s: no wire lateness in %s", b)
+		t.Fatalf("send 100/s: no wire lateness in %+v", res[0])
 	}
 	if s.WireLate.N != 400 || s.Unmatched != 0 {
 		t.Errorf("send 100/s: %d sends matched to the server's stamps, %d not; want 400 and 0", s.WireLate.N, s.Unmatched)
@@ -238,7 +226,7 @@ func TestHarnessSends(t *testing.T) {
 	if s.LeadMs <= 0 || s.PacerShare <= 0 {
 		t.Errorf("send 100/s: pacer lead %.3f ms, CPU share %.4f; want both above 0", s.LeadMs, s.PacerShare)
 	}
-	t.Logf("%s", stdout.String())
+	t.Logf("%s", stdout)
 }
 
 // TestHarnessReader runs the reader scenario small: tokbench's paced level
@@ -248,25 +236,33 @@ func TestHarnessReader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the fake server")
 	}
+	res, stdout := runHarness(t, 2, "-only", "reader", "-reader-levels", "10")
+	for _, r := range res {
+		if r.Tokens != 10*2*64 || r.Failed != 0 || !(r.CPUSPerMTok > 0) {
+			t.Errorf("%s: %d tokens, %d failed, %.2f CPU s per million; want 1280, 0 and a cost", r.Scenario, r.Tokens, r.Failed, r.CPUSPerMTok)
+		}
+	}
+	if !strings.Contains(stdout, "the bare reader's") {
+		t.Errorf("no ratio to the bare reader printed:\n%s", stdout)
+	}
+}
+
+// runHarness runs the harness with args (-json added) and returns its
+// results, which must number want.
+func runHarness(t *testing.T, want int, args ...string) ([]Result, string) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "results.json")
 	var stdout bytes.Buffer
-	if err := run([]string{"-only", "reader", "-reader-levels", "10", "-json", out}, &stdout); err != nil {
-		t.Fatalf("harness -only reader: %v\n%s", err, stdout.String())
+	if err := run(append(args, "-json", out), &stdout); err != nil {
+		t.Fatalf("harness %v: %v\n%s", args, err, stdout.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var res []Result
-	if err := json.Unmarshal(b, &res); err != nil || len(res) != 2 {
+	if err := json.Unmarshal(b, &res); err != nil || len(res) != want {
 		t.Fatalf("results: %v %s", err, b)
 	}
-	for _, r := range res {
-		if r.Tokens != 10*2*64 || r.Failed != 0 || !(r.CPUSPerMTok > 0) {
-			t.Errorf("%s: %d tokens, %d failed, %.2f CPU s per million; want 1280, 0 and a cost", r.Scenario, r.Tokens, r.Failed, r.CPUSPerMTok)
-		}
-	}
-	if !strings.Contains(stdout.String(), "the bare reader's") {
-		t.Errorf("no ratio to the bare reader printed:\n%s", stdout.String())
-	}
+	return res, stdout.String()
 }
