@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +25,14 @@ func TestBenchLocalNamesItsFigure(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", cache)
 	info := machine.System()
 	at := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
-	info.Measurement = machine.Measurement{BandwidthBytesPerSec: 13.4e9, Method: "seeded", MeasuredAt: at,
+	// The seeded figure is this machine's own, read the way bench's quick
+	// check reads it, so that the check confirms it.
+	now, err := machine.Measure(context.Background(), machine.Options{BufferBytes: 128 << 20, Passes: 2, Trials: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeded := math.Round(now.BandwidthBytesPerSec/1e8) * 1e8
+	info.Measurement = machine.Measurement{BandwidthBytesPerSec: seeded, Method: "seeded", MeasuredAt: at,
 		Load: &machine.Load{LoadAvg1: 0.2, OtherCPUCores: 0.03}}
 	info.Measurements = []machine.Measurement{info.Measurement}
 	b, _ := json.Marshal(info)
@@ -47,10 +56,22 @@ func TestBenchLocalNamesItsFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	ph := s.Levels[0].Physics
-	if ph == nil || ph.BandwidthBytesPerSec != 13.4e9 {
-		t.Fatalf("physics %+v, want the cached 13.4 GB/s", ph)
+	if ph == nil {
+		t.Fatal("no physics")
 	}
-	for _, want := range []string{"13.4 GB/s measured " + at.Format("2006-01-02 15:04 UTC") + ", 3 h ago", "other processes 0.03 cores", "cached"} {
+	// The quick check is this machine's real reading: where other tests
+	// running beside this one made it read far from the seeded figure, the
+	// figure is re-measured, and the source must say that instead.
+	if strings.Contains(ph.Source, "a quiet quick check read") {
+		if ph.BandwidthBytesPerSec == seeded || !strings.Contains(ph.Source, "measured now") || !strings.Contains(stdout, "measured now") {
+			t.Errorf("the quick check contradicted the cache, but the figure was not re-measured and named so: %+v\nstdout:\n%s", ph, stdout)
+		}
+		t.Skipf("the quick check read this machine far from the seeded %.1f GB/s, read a moment before (%s); the re-measure path was judged instead", seeded/1e9, ph.Source)
+	}
+	if ph.BandwidthBytesPerSec != seeded {
+		t.Fatalf("physics %+v, want the cached %.1f GB/s", ph, seeded/1e9)
+	}
+	for _, want := range []string{fmt.Sprintf("%.1f GB/s measured ", seeded/1e9) + at.Format("2006-01-02 15:04 UTC") + ", 3 h ago", "other processes 0.03 cores", "cached"} {
 		if !strings.Contains(ph.Source, want) || !strings.Contains(stdout, want) {
 			t.Errorf("physics source lacks %q:\n%s\nstdout:\n%s", want, ph.Source, stdout)
 		}
