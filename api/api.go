@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tokbench/tokbench/sse"
 	"github.com/tokbench/tokbench/wire"
 )
 
@@ -440,6 +441,10 @@ func ClassifyTransport(ctx context.Context, err error) Class {
 		return ClassTooManyInterim
 	case errors.As(err, &te) && te.Timeout():
 		return ClassTimeout
+	case transportClass(err) != "":
+		return transportClass(err)
+	// The texts are the fallback for errors that carry neither an errno
+	// nor a type.
 	case strings.Contains(msg, "connection refused"):
 		return ClassConnectionRefused
 	case strings.Contains(msg, "no such host"), strings.Contains(msg, "server misbehaving"):
@@ -467,7 +472,6 @@ var errOverlong = &ClassError{ClassOverlongStream, "the stream went on far past 
 
 // classifyRead names a failure while the body streamed.
 func classifyRead(err error) Class {
-	msg := err.Error()
 	var te interface{ Timeout() bool }
 	switch {
 	case classOf(err) != "":
@@ -480,9 +484,9 @@ func classifyRead(err error) Class {
 		return ClassTimeout
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ClassInterrupted
-	case strings.Contains(msg, "line longer"):
+	case errors.Is(err, sse.ErrLineTooLong):
 		return ClassLineTooLong
-	case strings.Contains(msg, "event data longer"):
+	case errors.Is(err, sse.ErrEventTooLarge):
 		return ClassEventTooLarge
 	}
 	return ClassConnectionDropped
