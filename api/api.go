@@ -434,15 +434,15 @@ func ClassifyTransport(ctx context.Context, err error) Class {
 	}
 	msg := err.Error()
 	var te interface{ Timeout() bool }
-	switch {
+	switch tc := transportClass(err); {
 	case errors.Is(err, wire.ErrHeadTooLarge):
 		return ClassHeadTooLarge
 	case errors.Is(err, wire.ErrTooManyInterim):
 		return ClassTooManyInterim
 	case errors.As(err, &te) && te.Timeout():
 		return ClassTimeout
-	case transportClass(err) != "":
-		return transportClass(err)
+	case tc != "":
+		return tc
 	// The texts are the fallback for errors that carry neither an errno
 	// nor a type.
 	case strings.Contains(msg, "connection refused"):

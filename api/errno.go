@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"syscall"
 )
 
 // transportClass names a transport failure by the error's type or errno
@@ -31,4 +32,14 @@ func transportClass(err error) Class {
 		return ClassConnectionReset
 	}
 	return ""
+}
+
+// isErrno reports whether err wraps one of the errnos.
+func isErrno(err error, errnos ...syscall.Errno) bool {
+	for _, e := range errnos {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
