@@ -1,0 +1,186 @@
+package load
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tokbench/tokbench/internal/pace"
+	"github.com/tokbench/tokbench/metrics"
+)
+
+// openLoop sends requests at scheduled instants, whatever happens to the
+// ones before them. A send that goes out late (the client was busy, or the
+// in-flight cap was reached) records the delay as QueueMs, so latency
+// measured from the scheduled instant exposes coordinated omission.
+//
+// Nothing slow stands between a send's instant and its write: a builder
+// runs ahead of the schedule making the requests' bodies, a keeper opens
+// spare connections ahead of the sends that will need them (keepSpare),
+// and the pacer wakes early by the lateness it measured of its own
+// wake-ups and spins the rest (pace.Pacer).
+func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, *metrics.Pacer, error) {
+	rate := lv.Load.RateRPS
+	offsets := lv.Offsets
+	if offsets == nil {
+		n := lv.Requests
+		if lv.Duration > 0 {
+			byTime := int(math.Ceil(rate * lv.Duration.Seconds()))
+			if n <= 0 || byTime < n {
+				n = byTime
+			}
+		}
+		var err error
+		if offsets, err = Schedule(lv.Load.Arrival, rate, lv.Burstiness, n, lv.Seed); err != nil {
+			return 0, nil, err
+		}
+	}
+	reqCtx, done := r.requestContext(ctx)
+	defer done()
+	var slots chan struct{}
+	if lv.MaxInFlight > 0 {
+		slots = make(chan struct{}, lv.MaxInFlight)
+	}
+	// The builder and the keeper end with the level (their context), not
+	// only with the run: a dial to a server that stopped answering must not
+	// hold the level's end.
+	helperCtx, stopHelpers := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	defer helpers.Wait()
+	defer stopHelpers()
+	quit := helperCtx.Done()
+	ahead := r.buildAhead(src, len(offsets), quit, &helpers)
+	pacer := pace.NewPacer()
+	defer pacer.Close()
+	// The level's first requests are built before its clock starts, as
+	// far ahead as the builder goes.
+	select {
+	case <-ahead.primed:
+	case <-ctx.Done():
+	}
+	start := time.Now()
+	r.Progress.Start.Store(start.UnixNano())
+	spare := r.keepSpare(helperCtx, lv, start, offsets, &helpers)
+	var wg sync.WaitGroup
+	var lastEnd atomic.Int64
+sending:
+	for _, off := range offsets {
+		if r.abort.Load() {
+			break
+		}
+		due := start.Add(off + lv.Phase)
+		b, ok := ahead.next(ctx)
+		if !ok {
+			break sending
+		}
+		if !pacer.Until(ctx.Done(), due) {
+			break sending
+		}
+		if slots != nil {
+			select {
+			case <-ctx.Done():
+				break sending
+			case slots <- struct{}{}:
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := r.one(reqCtx, idx, start, b)
+			// actual t0 − scheduled instant, of the first attempt: a
+			// retry's wait (--retry) is the server's doing, not the client
+			// sending late, and is in the record as retry_wait_ms.
+			rec.QueueMs = ms(rec.Start.Sub(due)) - rec.RetryWaitMs
+			if slots != nil {
+				<-slots
+			}
+			r.finish(rec, keep, &lastEnd)
+		}()
+		// The send runs next on this processor, as soon as the pacer
+		// sleeps or yields (or at once on an idle one). The pacer does not
+		// yield here: a yield puts it behind every goroutine the network
+		// made ready, while a sleep ends with it next in line (a timer
+		// readies its goroutine to run next).
+	}
+	wall := time.Since(start)
+	wg.Wait()
+	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds(), SpareOpened: spare.Load()}
+	if wall > 0 {
+		p.CPUShare = pacer.Busy().Seconds() / wall.Seconds()
+	}
+	if w := pacer.Wakes(); len(w) > 0 {
+		st := metrics.Describe(w)
+		p.WakeLateMs = &st
+	}
+	return time.Duration(lastEnd.Load()), p, nil
+}
+
+// Requests are built at most this far ahead of the pacer: by count, and
+// by their bodies' bytes (a long prompt's body is megabytes).
+const (
+	aheadRequests = 64
+	aheadBytes    = 64 << 20
+)
+
+// builder builds a level's requests in order on a goroutine of its own,
+// ahead of their instants (buildAhead).
+type builder struct {
+	c      chan prebuilt
+	bytes  atomic.Int64  // the bodies built and not yet taken
+	primed chan struct{} // closed once the builder is as far ahead as it may go
+}
+
+// buildAhead starts building the level's n requests; the builder stops
+// when quit closes, and its channel closes after the last request.
+func (r *Runner) buildAhead(src Source, n int, quit <-chan struct{}, wg *sync.WaitGroup) *builder {
+	b := &builder{c: make(chan prebuilt, max(min(n, aheadRequests), 1)), primed: make(chan struct{})}
+	primed := sync.OnceFunc(func() { close(b.primed) })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(b.c)
+		defer primed()
+		for i := range n {
+			for b.bytes.Load() > aheadBytes && len(b.c) > 0 {
+				primed()
+				select {
+				case <-quit:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+			p := r.prebuild(src, i)
+			b.bytes.Add(p.prep.BodyBytes())
+			select {
+			case b.c <- p:
+				continue
+			default:
+			}
+			primed()
+			select {
+			case b.c <- p:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return b
+}
+
+// next is the next request built, false when ctx ended first.
+func (b *builder) next(ctx context.Context) (prebuilt, bool) {
+	select {
+	case p, ok := <-b.c:
+		if ok {
+			b.bytes.Add(-p.prep.BodyBytes())
+		}
+		return p, ok
+	case <-ctx.Done():
+		return prebuilt{}, false
+	}
+}
