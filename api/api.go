@@ -229,6 +229,23 @@ type ServerTiming struct {
 	EvaluatedOnly                 bool
 }
 
+type sendAtKey struct{}
+
+type sendAt struct {
+	at   time.Time
+	wait func(time.Time)
+}
+
+// SendAt returns ctx telling DoPrepared to hand its request to the
+// transport at at: it prepares what it can (the exchange's trace, the
+// request), then calls wait(at), which returns at that instant, and sends.
+// A paced load starts each send a little ahead of its instant this way, so
+// that neither a goroutine's start nor the preparation comes between the
+// instant and the write. A retry of the request is sent at once.
+func SendAt(ctx context.Context, at time.Time, wait func(time.Time)) context.Context {
+	return context.WithValue(ctx, sendAtKey{}, sendAt{at: at, wait: wait})
+}
+
 // Do runs one request and returns its outcome. It never returns a Go error:
 // failures are classified in the Response.
 func (cl *Client) Do(ctx context.Context, req *Request) *Response {
@@ -245,15 +262,10 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 	defer func() { resp.Error, resp.RetryAfter = cl.scrub(resp.Error), cl.scrub(resp.RetryAfter) }()
 	// --stall-timeout covers the wait for the answer's head too: a server
 	// that never answers is cut, not held until the request's timeout.
-	reqCtx := ctx
-	var headTimer *time.Timer
-	var headStalled atomic.Bool
+	reqCtx, cancel := ctx, context.CancelFunc(nil)
 	if cl.StallTimeout > 0 {
-		var cancel context.CancelFunc
 		reqCtx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		headTimer = time.AfterFunc(cl.StallTimeout, func() { headStalled.Store(true); cancel() })
-		defer headTimer.Stop()
 	}
 	x, traced := NewExchange(reqCtx, resp)
 	err := prep.err
@@ -266,6 +278,15 @@ func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
 		resp.Done = resp.Start
 		resp.fail(ClassBadRequest, "%s", err)
 		return resp
+	}
+	if at, ok := ctx.Value(sendAtKey{}).(sendAt); ok {
+		at.wait(at.at) // everything above is done ahead of the instant
+	}
+	var headTimer *time.Timer
+	var headStalled atomic.Bool
+	if cancel != nil {
+		headTimer = time.AfterFunc(cl.StallTimeout, func() { headStalled.Store(true); cancel() })
+		defer headTimer.Stop()
 	}
 	handed := time.Now()
 	hresp, err := cl.HTTP.Do(hreq)

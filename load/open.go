@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/metrics"
 )
@@ -20,7 +21,10 @@ import (
 // runs ahead of the schedule making the requests' bodies, a keeper opens
 // spare connections ahead of the sends that will need them (keepSpare),
 // and the pacer wakes early by the lateness it measured of its own
-// wake-ups and spins the rest (pace.Pacer).
+// wake-ups (pace.Pacer) and starts the send then: the send's goroutine
+// prepares its request and waits the rest awake (api.SendAt), so neither
+// the goroutine's start nor the preparation comes between the instant and
+// the write.
 func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, keep func(metrics.Record)) (time.Duration, *metrics.Pacer, error) {
 	rate := lv.Load.RateRPS
 	offsets := lv.Offsets
@@ -54,11 +58,17 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	ahead := r.buildAhead(src, len(offsets), quit, &helpers)
 	pacer := pace.NewPacer()
 	defer pacer.Close()
+	spin := pacer.Spinner()
 	// The level's first requests are built before its clock starts, as
 	// far ahead as the builder goes.
 	select {
 	case <-ahead.primed:
 	case <-ctx.Done():
+	}
+	// The pacer learns how late this machine wakes before the first
+	// instant, from sleeps as long as the schedule's mean gap.
+	if n := len(offsets); n > 1 {
+		pacer.Calibrate(calibrationWakes, (offsets[n-1]-offsets[0])/time.Duration(n-1))
 	}
 	start := time.Now()
 	r.Progress.Start.Store(start.UnixNano())
@@ -75,7 +85,7 @@ sending:
 		if !ok {
 			break sending
 		}
-		if !pacer.Until(ctx.Done(), due) {
+		if !pacer.Wake(ctx.Done(), due) {
 			break sending
 		}
 		if slots != nil {
@@ -91,7 +101,7 @@ sending:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec := r.one(reqCtx, idx, start, b)
+			rec := r.one(api.SendAt(reqCtx, due, spin.Until), idx, start, b)
 			// actual t0 − scheduled instant, of the first attempt: a
 			// retry's wait (--retry) is the server's doing, not the client
 			// sending late, and is in the record as retry_wait_ms.
@@ -101,11 +111,8 @@ sending:
 			}
 			r.finish(rec, keep, &lastEnd)
 		}()
-		// The send runs next on this processor, as soon as the pacer
-		// sleeps or yields (or at once on an idle one). The pacer does not
-		// yield here: a yield puts it behind every goroutine the network
-		// made ready, while a sleep ends with it next in line (a timer
-		// readies its goroutine to run next).
+		// The send starts on this processor as soon as the pacer sleeps
+		// (or at once on an idle one), ahead of its instant by the lead.
 	}
 	wall := time.Since(start)
 	wg.Wait()
@@ -119,6 +126,10 @@ sending:
 	}
 	return time.Duration(lastEnd.Load()), p, nil
 }
+
+// calibrationWakes is how many of the machine's wake-ups the pacer
+// measures before a level's first instant.
+const calibrationWakes = 16
 
 // Requests are built at most this far ahead of the pacer: by count, and
 // by their bodies' bytes (a long prompt's body is megabytes).

@@ -302,17 +302,19 @@ func (lv *Level) NotCountedByModel() {
 }
 
 // Pacer is how an open-loop level met its send instants: the pacer sleeps
-// until shortly before each instant and spins the rest, waking early by
-// the lateness it measured of its own wake-ups (LeadMs, where it ended),
-// so that the machine's late wake-ups do not make late sends.
+// until shortly before each instant, waking early by the lateness it
+// measured of its own wake-ups (LeadMs, where it ended), and the send
+// waits the rest awake, so that the machine's late wake-ups do not make
+// late sends.
 type Pacer struct {
 	// LeadMs is how early before an instant the pacer woke at the level's
 	// end; WakeLateMs the lateness of its wake-ups against their aim (the
 	// instant less the lead), which the lead covers.
 	LeadMs     float64 `json:"lead_ms"`
 	WakeLateMs *Stats  `json:"wake_late_ms,omitempty"`
-	// CPUSeconds is the time the pacer spun awake before instants, and
-	// CPUShare that over the level's send span: its cost in one core.
+	// CPUSeconds is the time the pacer and the sends waited awake before
+	// instants, and CPUShare that over the level's send span: its cost in
+	// one core.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	CPUShare   float64 `json:"cpu_share"`
 	// SpareOpened counts the connections opened ahead of the sends that

@@ -10,20 +10,26 @@
 // polls, every 10 ms.
 //
 // Pacer meets instants: it wakes early by the lateness it has measured of
-// its own wake-ups (a high quantile of the last ones, so a machine whose
-// wake-ups run milliseconds late is met too) and spins the rest, yielding
-// to other goroutines until the instant is closer than a yield takes. It
-// spins at most a quarter of the time between instants: a processor that
-// spins never polls the network (Go's scheduler polls it when a processor
-// runs out of work, else every 10 ms), and at instants that close the
-// processor is seldom idle long enough to wake late.
+// its own wake-ups (the latest of the last ones, so a machine whose
+// wake-ups run milliseconds late is met too) and a Spinner waits the rest
+// awake. Wake stops at the early instant, so that the rest can be waited
+// by whoever acts at the instant (the goroutine that sends a request,
+// after it prepared what it can); Until waits the rest itself. The lead is
+// at most a quarter of the time between instants: a processor that spins
+// never polls the network (Go's scheduler polls it when a processor runs
+// out of work, else every 10 ms), and at instants that close the
+// processor is seldom idle long enough to wake late. (Waiting the whole
+// time between close instants awake, on two processors, was measured no
+// more exact at 500 and 5,000 req/s, for up to a core of CPU.)
 //
-// Neither is safe for concurrent use; Close releases the timerfd.
+// A Spinner is safe for concurrent use; Timer and Pacer are not, and
+// Close releases their timerfd.
 package pace
 
 import (
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -85,12 +91,11 @@ type Pacer struct {
 	// the next wait wakes, from it.
 	late  [lateRing]time.Duration
 	nLate int
+	nReal int // wake-ups from sleeps as long as the instants' gaps
 	lead  time.Duration
-	yield time.Duration // the longest recent yield, decaying
-	scr   []time.Duration
-	busy  time.Duration
+	spin  Spinner
 	wakes []float64 // ms, every wake's lateness
-	last  time.Time // when Until last returned
+	last  time.Time // the instant Wake last woke for
 }
 
 const (
@@ -98,17 +103,23 @@ const (
 	// minLead and maxLead bound how early the pacer wakes: a wake-up is
 	// never exact (minLead covers the spin's start), and past maxLead the
 	// spin costs more CPU than a late send is worth (a send still late is
-	// counted by its level).
-	minLead   = 300 * time.Microsecond
-	maxLead   = 5 * time.Millisecond
-	leadPad   = 150 * time.Microsecond
-	firstLead = 1500 * time.Microsecond
-	maxWakes  = 1 << 20
+	// counted by its level). A virtual machine's processor that idled for
+	// long wakes milliseconds late (the host ran something else), so the
+	// pacer starts at maxLead and comes down to what it measured: a late
+	// first send costs more than a few milliseconds of spinning.
+	minLead  = 300 * time.Microsecond
+	maxLead  = 10 * time.Millisecond
+	leadPad  = 150 * time.Microsecond
+	settle   = 16 // wake-ups before the lead may come down
+	maxWakes = 1 << 20
 )
 
 // NewPacer makes a Pacer.
 func NewPacer() *Pacer {
-	return &Pacer{t: NewTimer(), lead: firstLead, scr: make([]time.Duration, 0, lateRing)}
+	// The lead is at most a quarter of the time between instants, so the
+	// waits of its sends never overlap: with a second processor they need
+	// not yield.
+	return &Pacer{t: NewTimer(), lead: maxLead, spin: Spinner{Own: runtime.GOMAXPROCS(0) > 1}}
 }
 
 // Close releases the pacer's timer.
@@ -117,63 +128,139 @@ func (p *Pacer) Close() { p.t.Close() }
 // Until returns at due, or as soon after as the machine let it; false if
 // stop closed first.
 func (p *Pacer) Until(stop <-chan struct{}, due time.Time) bool {
+	if !p.Wake(stop, due) {
+		return false
+	}
+	p.spin.Until(due)
+	return true
+}
+
+// Wake returns ahead of due by the pacer's lead (or, when the machine woke
+// it late, as soon after as it could), for the rest to be waited on
+// Spinner; false if stop closed first.
+func (p *Pacer) Wake(stop <-chan struct{}, due time.Time) bool {
 	lead := p.lead
 	if !p.last.IsZero() {
 		lead = min(lead, due.Sub(p.last)/4)
 	}
+	p.last = due
 	target := due.Add(-lead)
+	if !time.Now().Before(target) {
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
+	}
 	ok, slept := p.t.Until(stop, target)
 	if !ok {
 		return false
 	}
-	woke := time.Now()
 	if slept {
-		p.note(woke.Sub(target))
+		p.note(time.Since(target), true, true)
 	}
+	return true
+}
+
+// Calibrate measures n of the machine's wake-ups from sleeps of gap, the
+// time between instants, before the first instant, so that the lead is
+// right from the first one; it takes about n × gap. A sleep is at most
+// 20 ms: a longer gap's wake-ups (a processor idle for longer may wake
+// later) raise the lead but do not bring it down.
+func (p *Pacer) Calibrate(n int, gap time.Duration) {
+	const longest = 20 * time.Millisecond
+	d := min(max(gap, 50*time.Microsecond), longest)
+	for range n {
+		target := time.Now().Add(d)
+		if _, slept := p.t.Until(nil, target); slept {
+			p.note(time.Since(target), false, gap <= longest)
+		}
+	}
+}
+
+// Spinner is the pacer's, for the rest of each wait after Wake; safe for
+// concurrent use.
+func (p *Pacer) Spinner() *Spinner { return &p.spin }
+
+// Spinner waits the last moments before instants awake. On a processor of
+// its own (Own) it spins without yielding: a yield hands the goroutine to
+// the scheduler, which may wake another thread to take it, and on a
+// virtual machine a thread woken on an idle processor can start
+// milliseconds late. Otherwise it yields to other goroutines until the
+// instant is closer than a yield takes (at most maxTight), then spins.
+// Any number of goroutines may wait on one Spinner at once.
+type Spinner struct {
+	// Own says the waits need not yield: there is a processor beside the
+	// one that spins (GOMAXPROCS > 1) and the waits do not overlap, so
+	// they never hold every processor.
+	Own   bool
+	yield atomic.Int64 // ns: the longest recent yield, decaying
+	busy  atomic.Int64 // ns spent waiting awake
+}
+
+// maxTight bounds the wait a yielding Spinner spends without yielding.
+const maxTight = 100 * time.Microsecond
+
+// Until returns at due, or at once when due has passed.
+func (s *Spinner) Until(due time.Time) {
+	start := time.Now()
+	now := start
 	for {
-		now := time.Now()
 		left := due.Sub(now)
 		if left <= 0 {
 			break
 		}
-		if left > 2*p.yield+20*time.Microsecond {
+		if y := time.Duration(s.yield.Load()); !s.Own && left > min(2*y+20*time.Microsecond, maxTight) {
 			runtime.Gosched()
-			y := time.Since(now)
-			p.yield = max(y, p.yield-p.yield/64)
+			took := time.Since(now)
+			s.yield.Store(int64(max(took, y-y/64)))
 		}
+		now = time.Now()
 	}
-	p.last = time.Now()
-	p.busy += p.last.Sub(woke)
-	return true
+	if now != start {
+		s.busy.Add(int64(now.Sub(start)))
+	}
 }
 
-// note keeps one wake-up's lateness and, every few, sets the lead.
-func (p *Pacer) note(late time.Duration) {
+// Busy is the time spent waiting awake, over every goroutine: the
+// Spinner's CPU.
+func (s *Spinner) Busy() time.Duration { return time.Duration(s.busy.Load()) }
+
+// note keeps one wake-up's lateness (in Wakes, with keep) and sets the
+// lead from the ring: a later wake-up than the lead covers raises it at
+// once; every few wake-ups, once settle of them were real (from sleeps as
+// long as the instants' gaps), it comes down to the latest of the ring's.
+func (p *Pacer) note(late time.Duration, keep, real bool) {
 	p.late[p.nLate%lateRing] = late
 	p.nLate++
-	if len(p.wakes) < maxWakes {
+	if real {
+		p.nReal++
+	}
+	if keep && len(p.wakes) < maxWakes {
 		p.wakes = append(p.wakes, float64(late)/float64(time.Millisecond))
 	}
-	if p.nLate <= 8 || p.nLate%8 == 0 {
+	if late+leadPad > p.lead {
+		p.lead = min(late+leadPad, maxLead)
+	}
+	if p.nReal >= settle && p.nLate%8 == 0 {
 		p.setLead()
 	}
 }
 
-// setLead sets the lead from the ring: its second-highest lateness (about
-// the 99th percentile of the last 128) and a margin, within bounds.
+// setLead sets the lead to the ring's latest wake-up and a margin, within
+// bounds.
 func (p *Pacer) setLead() {
-	p.scr = append(p.scr[:0], p.late[:min(p.nLate, lateRing)]...)
-	slices.Sort(p.scr)
-	q := p.scr[max(len(p.scr)-2, 0)]
+	q := slices.Max(p.late[:min(p.nLate, lateRing)])
 	p.lead = min(max(q+leadPad, minLead), maxLead)
 }
 
 // Lead is how early the pacer now wakes before an instant.
 func (p *Pacer) Lead() time.Duration { return p.lead }
 
-// Busy is the time the pacer has spun, awake, waiting for instants: its
-// CPU beyond the sleeps.
-func (p *Pacer) Busy() time.Duration { return p.busy }
+// Busy is the time the pacer's Spinner has spent awake, waiting for
+// instants: its CPU beyond the sleeps.
+func (p *Pacer) Busy() time.Duration { return p.spin.Busy() }
 
 // Wakes are the lateness (ms) of every wake-up the pacer slept for.
 func (p *Pacer) Wakes() []float64 { return p.wakes }

@@ -3,6 +3,7 @@ package pace
 import (
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,8 +29,8 @@ func TestPacerNeverEarly(t *testing.T) {
 	}
 }
 
-// TestPacerLead: the lead is the second-highest of the recent wake-ups'
-// lateness and a margin, within its bounds.
+// TestPacerLead: the lead is the latest of the recent wake-ups' lateness
+// and a margin, within its bounds.
 func TestPacerLead(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -37,15 +38,15 @@ func TestPacerLead(t *testing.T) {
 		want time.Duration
 	}{
 		{"quiet", []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 30 * time.Microsecond}, minLead},
-		{"one outlier ignored", append(slices.Repeat([]time.Duration{400 * time.Microsecond}, 200), 40*time.Millisecond), 400*time.Microsecond + leadPad},
+		{"an outlier kept while in the ring", append(slices.Repeat([]time.Duration{400 * time.Microsecond}, 200), 4*time.Millisecond), 4*time.Millisecond + leadPad},
 		{"old wake-ups forgotten", append(slices.Repeat([]time.Duration{3 * time.Millisecond}, 50), slices.Repeat([]time.Duration{500 * time.Microsecond}, 128)...), 500*time.Microsecond + leadPad},
-		{"late wake-ups", []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 900 * time.Microsecond}, 2*time.Millisecond + leadPad},
+		{"late wake-ups", []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 900 * time.Microsecond}, 3*time.Millisecond + leadPad},
 		{"past the bound", []time.Duration{20 * time.Millisecond, 30 * time.Millisecond}, maxLead},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := &Pacer{lead: firstLead}
+			p := &Pacer{lead: maxLead}
 			for _, l := range c.late {
-				p.note(l)
+				p.note(l, true, true)
 			}
 			p.setLead()
 			if got := p.Lead(); got != c.want {
@@ -55,6 +56,62 @@ func TestPacerLead(t *testing.T) {
 				t.Errorf("Wakes() holds %d, want %d", len(p.Wakes()), p.nLate)
 			}
 		})
+	}
+}
+
+// TestPacerLeadSettles: a new pacer wakes maxLead early until it has seen
+// enough wake-ups to come down; a wake-up later than its lead raises the
+// lead at once.
+func TestPacerLeadSettles(t *testing.T) {
+	p := &Pacer{lead: maxLead}
+	for i := range settle - 1 {
+		p.note(10*time.Microsecond, true, true)
+		if p.Lead() != maxLead {
+			t.Fatalf("after %d punctual wake-ups the lead is %v, want %v until %d", i+1, p.Lead(), maxLead, settle)
+		}
+	}
+	p.note(10*time.Microsecond, true, true)
+	if p.Lead() != minLead {
+		t.Fatalf("after %d punctual wake-ups the lead is %v, want %v", settle, p.Lead(), minLead)
+	}
+	p.note(2*time.Millisecond, true, true)
+	if want := 2*time.Millisecond + leadPad; p.Lead() != want {
+		t.Errorf("a wake-up 2 ms late left the lead at %v, want %v at once", p.Lead(), want)
+	}
+}
+
+// TestSpinnerNeverEarly: goroutines waiting on one Spinner at once each
+// return at or after their instant, and the Spinner counts their time.
+func TestSpinnerNeverEarly(t *testing.T) {
+	var s Spinner
+	var early atomic.Int64
+	var wg sync.WaitGroup
+	base := time.Now()
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				due := base.Add(time.Duration(g*37+i*211) * time.Microsecond)
+				s.Until(due)
+				if time.Now().Before(due) {
+					early.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := early.Load(); n > 0 {
+		t.Errorf("%d of 200 waits returned before their instant", n)
+	}
+	// A wait whose instant is still ahead counts its time (a process kept
+	// off its core may find an instant passed: it tries again).
+	before := s.Busy()
+	for i := 0; i < 100 && s.Busy() == before; i++ {
+		s.Until(time.Now().Add(time.Millisecond))
+	}
+	if s.Busy() <= before {
+		t.Errorf("Busy() stayed %v over 100 waits of 1 ms, want it to grow", s.Busy())
 	}
 }
 
@@ -119,3 +176,24 @@ func TestTimerOnTimeWhileBusy(t *testing.T) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// TestCalibrate: wake-ups measured from sleeps as long as the instants'
+// gaps settle the lead before the first instant; from sleeps shorter than
+// the gaps (a gap of a second is slept 20 ms at a time) they do not bring
+// it down, since a processor idle for longer may wake later. Neither is
+// kept among the level's wake-ups.
+func TestCalibrate(t *testing.T) {
+	p := NewPacer()
+	defer p.Close()
+	p.Calibrate(settle, time.Second)
+	if p.Lead() != maxLead || p.nLate != settle || len(p.Wakes()) != 0 {
+		t.Errorf("after calibrating for 1 s gaps: lead %v (want %v), %d wake-ups measured (want %d), %d kept (want 0)", p.Lead(), maxLead, p.nLate, settle, len(p.Wakes()))
+	}
+	q := NewPacer()
+	defer q.Close()
+	q.Calibrate(settle, time.Millisecond)
+	want := min(max(slices.Max(q.late[:settle])+leadPad, minLead), maxLead)
+	if q.Lead() != want || len(q.Wakes()) != 0 {
+		t.Errorf("after calibrating for 1 ms gaps: lead %v, want %v (the latest of %d wake-ups and the margin); %d kept, want 0", q.Lead(), want, settle, len(q.Wakes()))
+	}
+}
