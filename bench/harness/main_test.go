@@ -226,6 +226,11 @@ func TestHarnessSends(t *testing.T) {
 	if s.LeadMs <= 0 || s.PacerShare <= 0 {
 		t.Errorf("send 100/s: pacer lead %.3f ms, CPU share %.4f; want both above 0", s.LeadMs, s.PacerShare)
 	}
+	// The floor beside it: the bare sender's 400 sends, each matched, none
+	// before its instant.
+	if b := s.BareLate; b == nil || b.N != 400 || b.Min < -0.05 {
+		t.Errorf("send 100/s: the bare sender's floor = %+v, want 400 sends, none early", b)
+	}
 	t.Logf("%s", stdout)
 }
 

@@ -20,7 +20,10 @@ import (
 // stamp of its last byte (the wire's instant, which no client clock
 // bends), beside the client's own queue_ms and the pacer's cost.
 type Sends struct {
-	WireLate    *Spread `json:"send_late_wire,omitempty"`
+	WireLate *Spread `json:"send_late_wire,omitempty"`
+	// BareLate is the floor beside it: a bare sender's lateness on the
+	// wire at the same rate (bareSend), nothing of tokbench in it.
+	BareLate    *Spread `json:"bare_send_late_wire,omitempty"`
 	Over05      int     `json:"sends_over_0_5ms,omitempty"`
 	Over1       int     `json:"sends_over_1ms,omitempty"`
 	Unmatched   int     `json:"sends_unmatched,omitempty"`
@@ -46,7 +49,8 @@ func (h *harness) sends(rates []int, traces bool, emit func(Result, error) error
 			n = max(20, r*15)
 		}
 		lv := load.Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: float64(r), Arrival: load.ArrivalConstant}, Requests: n}
-		if err := emit(h.send(fmt.Sprintf("send %d/s", r), lv, source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond})); err != nil {
+		src := source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}
+		if err := emit(h.send(fmt.Sprintf("send %d/s", r), lv, src)); err != nil {
 			return err
 		}
 	}
@@ -164,7 +168,30 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 	}
 	out.SentPerS = sentRate(res.Records)
 	out.Sends = s
+	// The floor right after, on the same schedule (with short answers
+	// where the scenario's are not the fake's own script).
+	sc, ok := src.(source)
+	if !ok {
+		sc = source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}
+	}
+	if s.BareLate, err = h.bareSend(scheduleOf(lv), sc); err != nil {
+		return out, err
+	}
 	return out, nil
+}
+
+// scheduleOf is an open-loop level's send offsets: the trace's, or its
+// constant rate's.
+func scheduleOf(lv load.Level) []time.Duration {
+	if lv.Offsets != nil {
+		return lv.Offsets
+	}
+	gap := time.Duration(float64(time.Second) / lv.Load.RateRPS)
+	offsets := make([]time.Duration, lv.Requests)
+	for i := range offsets {
+		offsets[i] = time.Duration(i) * gap
+	}
+	return offsets
 }
 
 // ticker measures the machine's wake-up floor beside the client's own: a
@@ -216,6 +243,9 @@ func printSends(w io.Writer, s *Sends) {
 	if l := s.WireLate; l != nil {
 		fmt.Fprintf(w, "        on the wire: late p50 %.3f p99 %.3f max %.3f min %.3f ms (%d sends; %d > 0.5 ms, %d > 1 ms; %d unmatched)\n",
 			l.P50, l.P99, l.Max, l.Min, l.N, s.Over05, s.Over1, s.Unmatched)
+		if b := s.BareLate; b != nil {
+			fmt.Fprintf(w, "        the floor, a bare sender spinning to each instant: late p50 %.3f p99 %.3f max %.3f ms (%d sends)\n", b.P50, b.P99, b.Max, b.N)
+		}
 		fmt.Fprintf(w, "        pacer: lead %.3f ms, wake-up late p99 %.3f ms, CPU %.1f%% of a core; connections: %d spare opened, %d dialled by a send\n",
 			s.LeadMs, s.WakeP99Ms, 100*s.PacerShare, s.SpareOpened, s.DialsOnSend)
 	}
