@@ -90,7 +90,9 @@ func benchDo(b *testing.B, tokens int) {
 	for _, tr := range benchTransports() {
 		b.Run("transport="+tr.name, func(b *testing.B) {
 			defer tr.rt.CloseIdleConnections()
-			c := &Client{HTTP: &http.Client{Transport: tr.rt}, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
+			// As tokbench bench sends: redirects refused, the transport
+			// called directly.
+			c := &Client{HTTP: &http.Client{Transport: tr.rt, CheckRedirect: RefuseRedirects}, Direct: true, Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1"}
 			req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: tokens}
 			done := func() {}
 			if tokens > 1 {

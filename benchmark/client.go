@@ -59,6 +59,8 @@ func newClient(o ClientOptions, t *wire.Transport, h *http.Client, adapter api.A
 		HTTP: h, Adapter: adapter, BaseURL: base,
 		Header: header, Secrets: secrets, StallTimeout: o.StallTimeout,
 		CountSetup: o.Cold,
+		// Refused redirects need nothing of http.Client (NewTransport).
+		Direct: !o.FollowRedirects && h.Jar == nil && h.Timeout == 0,
 	}
 	r := &load.Runner{Client: a, Tokenizer: tok, Timeout: o.Timeout, Grace: o.Grace,
 		Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Cold}
