@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
 )
@@ -172,6 +173,7 @@ type Runner struct {
 	sinkMu    sync.Mutex
 	nextID    atomic.Int64
 	countOnce sync.Once
+	thinkSpin pace.Spinner       // the last moments of conversations' think times
 	counter   tokenize.Tokenizer // Tokenizer with a memo for short chunks
 	// expected is a request's typical duration (start to end), from the
 	// last warm-up or level: what a level's starts are spread over.
@@ -627,14 +629,14 @@ func (r *Runner) one(ctx context.Context, level int, levelStart time.Time, b pre
 	return rec
 }
 
-// oneText is one and also returns the answer text (for agent chains).
-func (r *Runner) oneText(ctx context.Context, level int, levelStart time.Time, req *api.Request, inTok int) (metrics.Record, string) {
-	rec, resp := r.send(ctx, level, levelStart, prebuilt{req: req, prep: r.Client.Prepare(req), inTok: inTok})
-	var answer strings.Builder
+// answerOf is the text of a response's chunks: the answer an agent
+// chain carries into its next call.
+func answerOf(resp *api.Response) string {
+	var b strings.Builder
 	for _, c := range resp.Chunks {
-		answer.WriteString(c.Text)
+		b.WriteString(c.Text)
 	}
-	return rec, answer.String()
+	return b.String()
 }
 
 // send runs a request (with its retries) and records it.
@@ -676,18 +678,20 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, b pr
 	return rec, resp
 }
 
+// thinkLead is how long before a conversation turn's instant its send
+// stops sleeping (a Go timer, which wakes up to a few ms late on a busy or
+// virtual machine) and waits awake.
+const thinkLead = 3 * time.Millisecond
+
 // chain runs one agent chain: Steps dependent calls, each carrying the
 // conversation so far (every earlier prompt and answer) plus a new user
 // turn, with ThinkTime between them. A failed step ends the chain.
 func (r *Runner) chain(ctx, reqCtx context.Context, level int, levelStart time.Time, lv Level, src Source, chainIdx int, finish func(metrics.Record)) {
 	var history []api.Message
 	for step := 0; step < lv.Steps; step++ {
+		var due time.Time // the turn's instant, after the think time
 		if step > 0 && lv.ThinkTime > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(lv.ThinkTime):
-			}
+			due = time.Now().Add(lv.ThinkTime)
 		}
 		if ctx.Err() != nil {
 			return
@@ -698,7 +702,19 @@ func (r *Runner) chain(ctx, reqCtx context.Context, level int, levelStart time.T
 		if step > 0 {
 			inTok = 0 // the tokenizer or usage counts the whole conversation
 		}
-		rec, answer := r.oneText(reqCtx, level, levelStart, &req, inTok)
+		// The turn is built (its whole conversation encoded) within the
+		// think time; the send sleeps until shortly before its instant
+		// and waits the rest awake (api.SendAt), as the open loop's do.
+		prep := r.Client.Prepare(&req)
+		sendCtx := reqCtx
+		if !due.IsZero() {
+			if !waitUntil(ctx, due.Add(-thinkLead), nil, nil) {
+				return
+			}
+			sendCtx = api.SendAt(reqCtx, due, r.thinkSpin.Until)
+		}
+		rec, resp := r.send(sendCtx, level, levelStart, prebuilt{req: &req, prep: prep, inTok: inTok})
+		answer := answerOf(resp)
 		rec.Chain, rec.Step = chainIdx+1, step+1
 		finish(rec)
 		if !rec.OK {
