@@ -5,7 +5,6 @@ package benchutil
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 )
 
@@ -23,14 +22,5 @@ func PerToken(b *testing.B, tokens int) func() {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/token")
 		b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/token")
 		b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/token")
-	}
-}
-
-// RaiseFileLimit raises the soft limit on open files to the hard limit.
-func RaiseFileLimit() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
-		l.Cur = l.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 	}
 }

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package benchutil
+
+// RaiseFileLimit does nothing where there is no open-file limit to raise.
+func RaiseFileLimit() {}
