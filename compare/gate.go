@@ -16,7 +16,7 @@ import (
 // in the metric's unit: "ttft_p50>+20" is 20 ms.
 type Condition struct {
 	Expr    string
-	Metric  Metric
+	Metric  metrics.Metric
 	Stat    string // "" for aggregates
 	Op      string // ">", ">=", "<", "<="
 	Value   float64
@@ -40,33 +40,17 @@ func ParseConditions(s string) ([]Condition, error) {
 		}
 		c := Condition{Expr: expr, Op: m[2], Percent: m[4] == "%"}
 		c.Value, _ = strconv.ParseFloat(m[3], 64)
-		name := m[1]
-		if met, ok := Metrics[name]; ok && met.Value != nil {
-			c.Metric = met
-		} else {
-			i := strings.LastIndex(name, "_")
-			if i < 0 {
-				return nil, fmt.Errorf("%q: unknown metric %q (known: %s)", expr, name, knownNames())
-			}
-			met, ok := Metrics[name[:i]]
-			if !ok || met.Stats == nil {
-				return nil, fmt.Errorf("%q: unknown metric %q (known: %s)", expr, name[:i], knownNames())
-			}
-			if _, ok := (emptyStats).Get(name[i+1:]); !ok || name[i+1:] == "count" {
-				return nil, fmt.Errorf("%q: unknown statistic %q (known: p5 p10 p25 p50 p75 p90 p95 p99 mean min max)", expr, name[i+1:])
-			}
-			c.Metric, c.Stat = met, name[i+1:]
+		met, stat, err := metrics.ParseStat(m[1])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", expr, err)
 		}
+		c.Metric, c.Stat = met, stat
 		out = append(out, c)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no condition in %q", s)
 	}
 	return out, nil
-}
-
-func knownNames() string {
-	return "ttft_pNN, ttfvt_pNN, decode_tps_pNN, tpot_pNN, e2e_pNN, e2e_tps_pNN, output_tps, steady_output_tps, request_rps, goodput_rps, error_rate"
 }
 
 // Trip is the outcome of one condition at one level.
