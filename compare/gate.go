@@ -88,10 +88,12 @@ func (d *Diff) Check(conds []Condition) []Trip {
 				out = append(out, t)
 				continue
 			}
-			change := r.Delta
-			unit := " " + c.Metric.Unit
+			change, unit := r.Delta, ""
+			if c.Metric.Unit != "" {
+				unit = " " + c.Metric.Unit
+			}
 			if c.Percent {
-				change, unit = 100*r.Rel, "%"
+				change = 100 * r.Rel
 			}
 			switch c.Op {
 			case ">":
@@ -106,7 +108,13 @@ func (d *Diff) Check(conds []Condition) []Trip {
 			if math.IsNaN(change) {
 				t.Holds = false
 			}
-			desc := fmt.Sprintf("%s: %s %s → %s (%+.1f%s)", t.Load, r.Name(), metrics.Figure(r.A), metrics.Figure(r.B), change, unit)
+			// An absolute change in its own unit, to three figures: an
+			// error rate's +0.048 is not "+0.0".
+			shown := fmt.Sprintf("%+.3g%s", change, unit)
+			if c.Percent {
+				shown = fmt.Sprintf("%+.1f%%", change)
+			}
+			desc := fmt.Sprintf("%s: %s %s → %s (%s)", t.Load, r.Name(), metrics.Figure(r.A), metrics.Figure(r.B), shown)
 			switch {
 			case !t.Holds:
 				t.Reason = fmt.Sprintf("%s: does not meet %s", desc, c.Expr)
