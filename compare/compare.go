@@ -1,13 +1,22 @@
 // Package compare sets saved runs side by side and decides, with a
-// significance test on the per-request samples, whether a change between
-// them is real or noise. It also checks that runs are like for like and
-// evaluates regression gates such as "ttft_p95>+10%".
+// significance test, whether a change between them is real or noise. It
+// also checks that runs are like for like and evaluates regression gates
+// such as "ttft_p95>+10%". Its rows are the key statistics of
+// metrics.Registry; a gate may name any statistic there.
+//
+// Which test judges a row (Row.Test): with 3 or more repeated runs a side,
+// Welch's t over one value per run (Repeats.PerRun); else, for a
+// percentile with enough requests beyond it on each side, the 95%
+// interval of B − A from a block bootstrap of the per-request samples in
+// requests.jsonl; else the Mann-Whitney U test of those samples
+// (Options.Alpha).
 //
 // A change is called better or worse only when a test finds it (see Row)
 // and it is at least Options.MinChange; "~" is a change under MinChange or
 // one a test found to be noise. A row beyond MinChange that no test could
 // judge reads "better?" or "worse?" and carries Row.Untested: aggregate
-// metrics (output_tps, request_rps…) have one value per level; a percentile
+// metrics (output_tps, request_rps…) have one value per level, ITL pools
+// the gaps of every request into one distribution; a percentile
 // needs a few requests beyond it on each side for its own interval, and
 // with fewer it is a change only when a rank test of all requests finds
 // them moved its way. A gate that holds on a row no test could judge trips
