@@ -85,8 +85,12 @@ func (d *Diff) WriteText(w io.Writer) error {
 			tests, 100*d.Options.MinChange, minBeyond, bootstrapResamples, d.Options.Alpha, d.ByChance())
 	}
 	if n := d.untestedChanges(); n > 0 {
-		fmt.Fprintf(w, "%d rows changed by %g%% or more and could not be tested (better? or worse?: no test judged them; --format json says why of each)\n",
-			n, 100*d.Options.MinChange)
+		rows := "rows"
+		if n == 1 {
+			rows = "row"
+		}
+		fmt.Fprintf(w, "%d %s changed by %g%% or more and could not be tested (better? or worse?: no test judged them; --format json says why of each)\n",
+			n, rows, 100*d.Options.MinChange)
 	}
 	ch := d.Changes()
 	if len(ch) == 0 {
