@@ -34,7 +34,9 @@ func level(gapP50 float64) metrics.Level {
 // TestRegistryIsTheOnePlace adds a metric to metrics.Registry, and only
 // there, and finds it in SLOs (a level's verdict and a request's
 // goodput), repeated runs (per-run values and spread), compare (its row,
-// tested per run, and a gate on it) and CSV (its column and value).
+// tested per run, and a gate on it) and CSV (its column and value). It
+// swaps the package's Registry while it runs, so no test of metrics may
+// run in parallel with it (none calls t.Parallel).
 func TestRegistryIsTheOnePlace(t *testing.T) {
 	saved := metrics.Registry
 	t.Cleanup(func() { metrics.Registry = saved })
