@@ -288,7 +288,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 			Target: r.target, Meta: r.meta(), Config: results.ConfigMap(r.config()),
 		}
 		if err := w.WriteRun(rec); err != nil {
-			return nil, inputErrorf("--out: %v", err)
+			return nil, fmt.Errorf("--out: %w", err) // the machine's failure (a full disk), not bad input
 		}
 	}
 	if r.hooks.Runner != nil {

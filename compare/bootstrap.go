@@ -30,7 +30,7 @@ type timed struct{ at, v float64 }
 
 // timedSamples are the values of m over the completed records, in start
 // order.
-func timedSamples(m Metric, recs []metrics.Record) []timed {
+func timedSamples(m metrics.Metric, recs []metrics.Record) []timed {
 	var out []timed
 	for i := range recs {
 		if !recs[i].OK {

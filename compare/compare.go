@@ -1,13 +1,22 @@
 // Package compare sets saved runs side by side and decides, with a
-// significance test on the per-request samples, whether a change between
-// them is real or noise. It also checks that runs are like for like and
-// evaluates regression gates such as "ttft_p95>+10%".
+// significance test, whether a change between them is real or noise. It
+// also checks that runs are like for like and evaluates regression gates
+// such as "ttft_p95>+10%". Its rows are the key statistics of
+// metrics.Registry; a gate may name any statistic there.
+//
+// Which test judges a row (Row.Test): with 3 or more repeated runs a side,
+// Welch's t over one value per run (Repeats.PerRun); else, for a
+// percentile with enough requests beyond it on each side, the 95%
+// interval of B − A from a block bootstrap of the per-request samples in
+// requests.jsonl; else the Mann-Whitney U test of those samples
+// (Options.Alpha).
 //
 // A change is called better or worse only when a test finds it (see Row)
 // and it is at least Options.MinChange; "~" is a change under MinChange or
 // one a test found to be noise. A row beyond MinChange that no test could
 // judge reads "better?" or "worse?" and carries Row.Untested: aggregate
-// metrics (output_tps, request_rps…) have one value per level; a percentile
+// metrics (output_tps, request_rps…) have one value per level, ITL pools
+// the gaps of every request into one distribution; a percentile
 // needs a few requests beyond it on each side for its own interval, and
 // with fewer it is a change only when a rank test of all requests finds
 // them moved its way. A gate that holds on a row no test could judge trips
@@ -81,60 +90,6 @@ func Load(dir string) (*Run, error) {
 	return r, nil
 }
 
-// Metric is something compared per level.
-type Metric struct {
-	Name        string // as in summary.json without the unit: "ttft", "decode_tps"
-	Label       string // for people: "TTFT"
-	Unit        string // "ms", "tok/s", "req/s"
-	LowerBetter bool
-	// Stats picks the distribution from a level summary; nil for aggregates.
-	Stats func(*metrics.Level) metrics.Stats
-	// Value picks an aggregate value; nil for distributions.
-	Value func(*metrics.Level) float64
-	// Sample is one request's value, false when the record has none.
-	Sample func(*metrics.Record) (float64, bool)
-}
-
-// Metrics are the metrics compare knows, by name.
-var Metrics = map[string]Metric{
-	"ttft": {Name: "ttft", Label: "TTFT", Unit: "ms", LowerBetter: true,
-		Stats:  func(l *metrics.Level) metrics.Stats { return l.TTFT },
-		Sample: func(r *metrics.Record) (float64, bool) { return r.TTFTMs, true }},
-	"ttfvt": {Name: "ttfvt", Label: "TTFVT", Unit: "ms", LowerBetter: true,
-		Stats:  func(l *metrics.Level) metrics.Stats { return l.TTFVT },
-		Sample: func(r *metrics.Record) (float64, bool) { return r.TTFVTMs, r.TTFVTMs > 0 }},
-	"decode_tps": {Name: "decode_tps", Label: "decode TPS", Unit: "tok/s",
-		Stats:  func(l *metrics.Level) metrics.Stats { return l.DecodeTPS },
-		Sample: func(r *metrics.Record) (float64, bool) { return r.DecodeTPS() }},
-	"tpot": {Name: "tpot", Label: "TPOT", Unit: "ms", LowerBetter: true,
-		Stats:  func(l *metrics.Level) metrics.Stats { return l.TPOT },
-		Sample: func(r *metrics.Record) (float64, bool) { return r.TPOTMs() }},
-	"e2e": {Name: "e2e", Label: "E2E", Unit: "ms", LowerBetter: true,
-		Stats:  func(l *metrics.Level) metrics.Stats { return l.E2E },
-		Sample: func(r *metrics.Record) (float64, bool) { return r.E2EMs, true }},
-	"e2e_tps": {Name: "e2e_tps", Label: "E2E TPS", Unit: "tok/s",
-		Stats:  func(l *metrics.Level) metrics.Stats { return l.E2ETPS },
-		Sample: func(r *metrics.Record) (float64, bool) { return r.E2ETPS() }},
-	"output_tps": {Name: "output_tps", Label: "output", Unit: "tok/s",
-		Value: func(l *metrics.Level) float64 { return l.OutputTPS }},
-	"steady_output_tps": {Name: "steady_output_tps", Label: "steady output", Unit: "tok/s",
-		Value: func(l *metrics.Level) float64 { return l.SteadyOutputTPS }},
-	"request_rps": {Name: "request_rps", Label: "requests", Unit: "req/s",
-		Value: func(l *metrics.Level) float64 { return l.RequestRPS }},
-	"goodput_rps": {Name: "goodput_rps", Label: "goodput", Unit: "req/s",
-		Value: func(l *metrics.Level) float64 { return l.GoodputRPS }},
-	"error_rate": {Name: "error_rate", Label: "error rate", Unit: "", LowerBetter: true,
-		Value: func(l *metrics.Level) float64 { return l.ErrorRate }},
-}
-
-// DefaultRows are the rows compare shows for every level: metric and stat.
-var DefaultRows = [][2]string{
-	{"ttft", "p50"}, {"ttft", "p95"}, {"ttft", "p99"},
-	{"decode_tps", "p50"}, {"decode_tps", "p5"},
-	{"tpot", "p50"}, {"e2e", "p50"}, {"e2e", "p95"},
-	{"output_tps", ""}, {"request_rps", ""}, {"error_rate", ""},
-}
-
 // Options tune the verdicts. The zero value means the defaults.
 type Options struct {
 	// Alpha is the significance level of the test (default 0.05).
@@ -165,7 +120,7 @@ const (
 
 // Row is one metric of one level, A against B.
 type Row struct {
-	Metric Metric
+	Metric metrics.Metric
 	Stat   string // "p50", "p95", "mean"…; "" for aggregates
 	A, B   float64
 	// Delta is B − A; Rel is Delta / A (NaN when A is 0).
@@ -191,12 +146,7 @@ type Row struct {
 }
 
 // Name is the row's gate name: "ttft_p95", "output_tps".
-func (r Row) Name() string {
-	if r.Stat == "" {
-		return r.Metric.Name
-	}
-	return r.Metric.Name + "_" + r.Stat
-}
+func (r Row) Name() string { return r.Metric.StatName(r.Stat) }
 
 // LevelDiff is one load level present in both runs.
 type LevelDiff struct {
@@ -265,8 +215,10 @@ func Compare(a, b *Run, opt Options) *Diff {
 				d.Mismatches = append(d.Mismatches, m)
 			}
 			d.Mismatches = append(d.Mismatches, levelMismatches(la, lb)...)
-			for _, r := range DefaultRows {
-				ld.Rows = append(ld.Rows, ld.row(Metrics[r[0]], r[1], opt))
+			for _, m := range metrics.Registry {
+				for _, stat := range m.Key {
+					ld.Rows = append(ld.Rows, ld.row(m, stat, opt))
+				}
 			}
 			d.Levels = append(d.Levels, ld)
 			break
@@ -296,7 +248,7 @@ func perRun(l *metrics.Level, name string) []float64 {
 	return l.Repeats.PerRun[name]
 }
 
-func samples(m Metric, recs []metrics.Record) []float64 {
+func samples(m metrics.Metric, recs []metrics.Record) []float64 {
 	var out []float64
 	for i := range recs {
 		if !recs[i].OK {
@@ -310,12 +262,12 @@ func samples(m Metric, recs []metrics.Record) []float64 {
 }
 
 // row compares one metric (and stat) of the level.
-func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
+func (ld *LevelDiff) row(m metrics.Metric, stat string, opt Options) Row {
 	r := Row{Metric: m, Stat: stat, Verdict: Undefined}
-	if m.Value != nil {
+	if m.Aggregate() {
 		r.A, r.B = m.Value(ld.A), m.Value(ld.B)
 	} else {
-		sa, sb := m.Stats(ld.A), m.Stats(ld.B)
+		sa, sb := m.Dist(ld.A), m.Dist(ld.B)
 		if sa.Count == 0 || sb.Count == 0 {
 			return r
 		}
@@ -376,6 +328,11 @@ func (ld *LevelDiff) row(m Metric, stat string, opt Options) Row {
 				r.Test = "Mann-Whitney U"
 				r.Significant = r.P < opt.Alpha && big
 			}
+		}
+	} else if !m.Aggregate() {
+		r.Untested = fmt.Sprintf("%s pools the gaps of every request: no value per request to test", m.Label)
+		if len(perRun(ld.A, r.Name())) > 0 || len(perRun(ld.B, r.Name())) > 0 {
+			r.Untested += fmt.Sprintf(", and fewer than %d runs a side to test per run", minRuns)
 		}
 	} else {
 		r.Untested = "aggregate: one value per level, no per-request test"
@@ -551,5 +508,3 @@ func loadSet(r *Run) string {
 	sort.Strings(ls)
 	return fmt.Sprint(ls)
 }
-
-var emptyStats metrics.Stats

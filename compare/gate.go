@@ -16,7 +16,7 @@ import (
 // in the metric's unit: "ttft_p50>+20" is 20 ms.
 type Condition struct {
 	Expr    string
-	Metric  Metric
+	Metric  metrics.Metric
 	Stat    string // "" for aggregates
 	Op      string // ">", ">=", "<", "<="
 	Value   float64
@@ -40,33 +40,17 @@ func ParseConditions(s string) ([]Condition, error) {
 		}
 		c := Condition{Expr: expr, Op: m[2], Percent: m[4] == "%"}
 		c.Value, _ = strconv.ParseFloat(m[3], 64)
-		name := m[1]
-		if met, ok := Metrics[name]; ok && met.Value != nil {
-			c.Metric = met
-		} else {
-			i := strings.LastIndex(name, "_")
-			if i < 0 {
-				return nil, fmt.Errorf("%q: unknown metric %q (known: %s)", expr, name, knownNames())
-			}
-			met, ok := Metrics[name[:i]]
-			if !ok || met.Stats == nil {
-				return nil, fmt.Errorf("%q: unknown metric %q (known: %s)", expr, name[:i], knownNames())
-			}
-			if _, ok := (emptyStats).Get(name[i+1:]); !ok || name[i+1:] == "count" {
-				return nil, fmt.Errorf("%q: unknown statistic %q (known: p5 p10 p25 p50 p75 p90 p95 p99 mean min max)", expr, name[i+1:])
-			}
-			c.Metric, c.Stat = met, name[i+1:]
+		met, stat, err := metrics.ParseStat(m[1])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", expr, err)
 		}
+		c.Metric, c.Stat = met, stat
 		out = append(out, c)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no condition in %q", s)
 	}
 	return out, nil
-}
-
-func knownNames() string {
-	return "ttft_pNN, ttfvt_pNN, decode_tps_pNN, tpot_pNN, e2e_pNN, e2e_tps_pNN, output_tps, steady_output_tps, request_rps, goodput_rps, error_rate"
 }
 
 // Trip is the outcome of one condition at one level.
@@ -104,10 +88,12 @@ func (d *Diff) Check(conds []Condition) []Trip {
 				out = append(out, t)
 				continue
 			}
-			change := r.Delta
-			unit := " " + c.Metric.Unit
+			change, unit := r.Delta, ""
+			if c.Metric.Unit != "" {
+				unit = " " + c.Metric.Unit
+			}
 			if c.Percent {
-				change, unit = 100*r.Rel, "%"
+				change = 100 * r.Rel
 			}
 			switch c.Op {
 			case ">":
@@ -122,7 +108,13 @@ func (d *Diff) Check(conds []Condition) []Trip {
 			if math.IsNaN(change) {
 				t.Holds = false
 			}
-			desc := fmt.Sprintf("%s: %s %s → %s (%+.1f%s)", t.Load, r.Name(), metrics.Figure(r.A), metrics.Figure(r.B), change, unit)
+			// An absolute change in its own unit, to three figures: an
+			// error rate's +0.048 is not "+0.0".
+			shown := fmt.Sprintf("%+.3g%s", change, unit)
+			if c.Percent {
+				shown = fmt.Sprintf("%+.1f%%", change)
+			}
+			desc := fmt.Sprintf("%s: %s %s → %s (%s)", t.Load, r.Name(), metrics.Figure(r.A), metrics.Figure(r.B), shown)
 			switch {
 			case !t.Holds:
 				t.Reason = fmt.Sprintf("%s: does not meet %s", desc, c.Expr)

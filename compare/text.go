@@ -51,7 +51,7 @@ func (d *Diff) WriteText(w io.Writer) error {
 				p = "p " + pValue(r.P) + ", all requests; untested"
 			case r.Tested:
 				p = "p " + pValue(r.P)
-			case r.Untested != "" && r.Metric.Sample != nil:
+			case r.Untested != "" && !r.Metric.Aggregate():
 				p = "untested"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, metrics.Figure(r.A), metrics.Figure(r.B), fmtChange(r), r.Verdict, p)
@@ -64,7 +64,7 @@ func (d *Diff) WriteText(w io.Writer) error {
 	var untested []string
 	for _, ld := range d.Levels {
 		for _, r := range ld.Rows {
-			if strings.HasSuffix(r.Verdict, "?") && r.Metric.Sample == nil {
+			if strings.HasSuffix(r.Verdict, "?") && r.Metric.Aggregate() {
 				untested = append(untested, fmt.Sprintf("%s %s", ld.Load, r.Name()))
 			}
 		}
@@ -85,8 +85,12 @@ func (d *Diff) WriteText(w io.Writer) error {
 			tests, 100*d.Options.MinChange, minBeyond, bootstrapResamples, d.Options.Alpha, d.ByChance())
 	}
 	if n := d.untestedChanges(); n > 0 {
-		fmt.Fprintf(w, "%d rows changed by %g%% or more and could not be tested (better? or worse?: no test judged them; --format json says why of each)\n",
-			n, 100*d.Options.MinChange)
+		rows := "rows"
+		if n == 1 {
+			rows = "row"
+		}
+		fmt.Fprintf(w, "%d %s changed by %g%% or more and could not be tested (better? or worse?: no test judged them; --format json says why of each)\n",
+			n, rows, 100*d.Options.MinChange)
 	}
 	ch := d.Changes()
 	if len(ch) == 0 {

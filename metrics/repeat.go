@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"sort"
-	"strings"
 )
 
 // Repeats says a level was run several times and how far the runs spread.
@@ -11,53 +10,13 @@ type Repeats struct {
 	// Fold is how the runs' values became the level's: "mean" (the
 	// simulator's phase replicas), else their median.
 	Fold string `json:"fold,omitempty"`
-	// Spread is [min, max] over the runs of the key statistics.
+	// Spread is [min, max] over the runs of the statistics each metric
+	// names in Metric.Spread.
 	Spread map[string][2]float64 `json:"spread"`
-	// PerRun holds each run's value of the statistics compare judges
-	// (PerRunStats), in run order: the unit a comparison of repeated runs
-	// tests, one value per run.
+	// PerRun holds each run's value of the key statistics (Metric.Key:
+	// those compare shows), in run order: the unit a comparison of
+	// repeated runs tests, one value per run.
 	PerRun map[string][]float64 `json:"per_run,omitempty"`
-}
-
-// PerRunStats are the statistics Repeats.PerRun keeps, by their names in
-// compare: a distribution's name and percentile, or an aggregate.
-var PerRunStats = []string{
-	"ttft_p50", "ttft_p95", "ttft_p99", "decode_tps_p50", "decode_tps_p5",
-	"tpot_p50", "e2e_p50", "e2e_p95", "output_tps", "request_rps", "error_rate",
-}
-
-// Stat is the level's statistic of that name ("ttft_p95", "output_tps"),
-// and whether the level has it.
-func (l *Level) Stat(name string) (float64, bool) {
-	switch name {
-	case "output_tps":
-		return l.OutputTPS, true
-	case "request_rps":
-		return l.RequestRPS, true
-	case "error_rate":
-		return l.ErrorRate, true
-	}
-	i := strings.LastIndex(name, "_")
-	if i < 0 {
-		return 0, false
-	}
-	var s *Stats
-	switch name[:i] {
-	case "ttft":
-		s = &l.TTFT
-	case "decode_tps":
-		s = &l.DecodeTPS
-	case "tpot":
-		s = &l.TPOT
-	case "e2e":
-		s = &l.E2E
-	default:
-		return 0, false
-	}
-	if s.Count == 0 {
-		return 0, false
-	}
-	return s.Get(name[i+1:])
 }
 
 func median(v []float64) float64 {
@@ -176,21 +135,19 @@ func foldRuns(runs []Level, slos []SLO, fold func([]float64) float64, name strin
 		}
 		return [2]float64{lo, hi}
 	}
-	out.Repeats = &Repeats{Runs: len(runs), Fold: name, Spread: map[string][2]float64{
-		"ttft_p50":       spread(func(l *Level) float64 { return l.TTFT.P50 }),
-		"ttft_p95":       spread(func(l *Level) float64 { return l.TTFT.P95 }),
-		"decode_tps_p50": spread(func(l *Level) float64 { return l.DecodeTPS.P50 }),
-		"decode_tps_p5":  spread(func(l *Level) float64 { return l.DecodeTPS.P5 }),
-		"tpot_p50":       spread(func(l *Level) float64 { return l.TPOT.P50 }),
-		"e2e_p50":        spread(func(l *Level) float64 { return l.E2E.P50 }),
-		"output_tps":     spread(func(l *Level) float64 { return l.OutputTPS }),
-		"request_rps":    spread(func(l *Level) float64 { return l.RequestRPS }),
-	}}
-	out.Repeats.PerRun = map[string][]float64{}
-	for _, name := range PerRunStats {
-		for i := range runs {
-			if v, ok := runs[i].Stat(name); ok {
-				out.Repeats.PerRun[name] = append(out.Repeats.PerRun[name], v)
+	out.Repeats = &Repeats{Runs: len(runs), Fold: name, Spread: map[string][2]float64{}, PerRun: map[string][]float64{}}
+	for _, m := range Registry {
+		for _, stat := range m.Spread {
+			out.Repeats.Spread[m.StatName(stat)] = spread(func(l *Level) float64 {
+				v, _ := m.Of(l, stat) // 0 for a run without samples
+				return v
+			})
+		}
+		for _, stat := range m.Key {
+			for i := range runs {
+				if v, ok := m.Of(&runs[i], stat); ok {
+					out.Repeats.PerRun[m.StatName(stat)] = append(out.Repeats.PerRun[m.StatName(stat)], v)
+				}
 			}
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // a threshold, e.g. "ttft_p95<=500ms" or "decode_tps_p5>=40".
 type SLO struct {
 	Expr   string  // as the user wrote it, normalised
-	Metric string  // canonical metric name, e.g. "ttft_ms", "decode_tps"
+	Metric Metric  // from Registry
 	Stat   string  // "p95", "mean", …; empty for level aggregates such as output_tps
 	AtMost bool    // true for <=, false for >=
 	Value  float64 // threshold in the metric's unit (ms for times)
@@ -28,28 +28,6 @@ type SLOCheck struct {
 type SLOResult struct {
 	Met    bool       `json:"met"`
 	Checks []SLOCheck `json:"checks"`
-}
-
-// sloMetric describes a metric an SLO may name.
-type sloMetric struct {
-	canonical string
-	time      bool // a duration: the threshold may carry a unit; stored in ms
-	perReq    bool // has a per-request value, so goodput can judge each request
-	level     bool // a level aggregate: no statistic
-}
-
-var sloMetrics = map[string]sloMetric{
-	"ttft":        {"ttft_ms", true, true, false},
-	"ttfvt":       {"ttfvt_ms", true, true, false},
-	"tpot":        {"tpot_ms", true, true, false},
-	"itl":         {"itl_ms", true, false, false},
-	"e2e":         {"e2e_ms", true, true, false},
-	"decode_tps":  {"decode_tps", false, true, false},
-	"tps":         {"decode_tps", false, true, false},
-	"e2e_tps":     {"e2e_tps", false, true, false},
-	"output_tps":  {"output_tps", false, false, true},
-	"request_rps": {"request_rps", false, false, true},
-	"error_rate":  {"error_rate", false, false, true},
 }
 
 // ParseSLOs parses a comma-separated list such as
@@ -85,38 +63,15 @@ func parseSLO(s string) (SLO, error) {
 		return SLO{}, fmt.Errorf("%q: want NAME<=VALUE or NAME>=VALUE, e.g. ttft_p95<=500ms", s)
 	}
 	lhs, rhs := strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+2:])
-	name, stat := lhs, ""
-	if j := strings.LastIndex(lhs, "_"); j > 0 {
-		if isStat(lhs[j+1:]) {
-			name, stat = lhs[:j], lhs[j+1:]
-		}
-	}
-	m, ok := sloMetrics[name]
-	if !ok {
-		return SLO{}, fmt.Errorf("%q: unknown metric %q (known: ttft, ttfvt, tpot, itl, e2e, decode_tps (tps), e2e_tps, output_tps, request_rps, error_rate)", s, name)
-	}
-	switch {
-	case m.level && stat != "":
-		return SLO{}, fmt.Errorf("%q: %s is one number per level and takes no statistic", s, name)
-	case !m.level && stat == "":
-		return SLO{}, fmt.Errorf("%q: name a statistic, e.g. %s_p95 or %s_p50", s, name, name)
-	}
-	if stat == "median" {
-		stat = "p50"
-	}
-	v, err := parseThreshold(rhs, m.time)
+	m, stat, err := ParseStat(lhs)
 	if err != nil {
 		return SLO{}, fmt.Errorf("%q: %v", s, err)
 	}
-	return SLO{Expr: lhs + op + rhs, Metric: m.canonical, Stat: stat, AtMost: op == "<=", Value: v}, nil
-}
-
-func isStat(s string) bool {
-	switch s {
-	case "mean", "min", "max", "median", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99":
-		return true
+	v, err := parseThreshold(rhs, m.Unit == "ms")
+	if err != nil {
+		return SLO{}, fmt.Errorf("%q: %v", s, err)
 	}
-	return false
+	return SLO{Expr: lhs + op + rhs, Metric: m, Stat: stat, AtMost: op == "<=", Value: v}, nil
 }
 
 func parseThreshold(s string, isTime bool) (float64, error) {
@@ -144,30 +99,7 @@ func parseThreshold(s string, isTime bool) (float64, error) {
 
 // Observed returns the value an SLO judges on a level.
 func (o SLO) Observed(lv *Level) float64 {
-	var st Stats
-	switch o.Metric {
-	case "ttft_ms":
-		st = lv.TTFT
-	case "ttfvt_ms":
-		st = lv.TTFVT
-	case "tpot_ms":
-		st = lv.TPOT
-	case "itl_ms":
-		st = lv.ITL
-	case "e2e_ms":
-		st = lv.E2E
-	case "decode_tps":
-		st = lv.DecodeTPS
-	case "e2e_tps":
-		st = lv.E2ETPS
-	case "output_tps":
-		return lv.OutputTPS
-	case "request_rps":
-		return lv.RequestRPS
-	case "error_rate":
-		return lv.ErrorRate
-	}
-	v, _ := st.Get(o.Stat)
+	v, _ := o.Metric.Of(lv, o.Stat)
 	return v
 }
 
@@ -194,27 +126,18 @@ func (o SLO) Margin(v float64) float64 {
 	return (v - o.Value) / o.Value
 }
 
-// perRequest returns a request's own value of the SLO's metric, and whether
-// the SLO can judge single requests at all.
+// perRequest returns a request's own value of the SLO's metric (a
+// latency from the scheduled instant), and whether the SLO can judge the
+// request by it at all.
 func (o SLO) perRequest(r *Record) (float64, bool) {
-	switch o.Metric {
-	case "ttft_ms":
-		return r.TTFTMs + r.QueueMs, true
-	case "ttfvt_ms":
-		return r.TTFVTMs + r.QueueMs, true
-	case "e2e_ms":
-		return r.E2EMs + r.QueueMs, true
-	case "tpot_ms":
-		v, ok := r.TPOTMs()
-		return v, ok
-	case "decode_tps":
-		v, ok := r.DecodeTPS()
-		return v, ok
-	case "e2e_tps":
-		v, ok := r.E2ETPS()
-		return v, ok
+	if o.Metric.Sample == nil {
+		return 0, false
 	}
-	return 0, false
+	v, ok := o.Metric.Sample(r)
+	if o.Metric.FromSchedule {
+		v += r.QueueMs
+	}
+	return v, ok
 }
 
 // MeetsAll reports whether one completed request met every per-request
@@ -235,14 +158,13 @@ func MeetsAll(r *Record, slos []SLO) bool {
 	return true
 }
 
-// ApplySLOs judges a level against the objectives and sets its goodput
-// from the records: completed requests that met every per-request objective,
-// per second of the level.
+// ApplySLOs sets a level's goodput from the records (completed requests
+// that met every per-request objective, per second of the level) and
+// judges the level against the objectives.
 func ApplySLOs(lv *Level, recs []Record, slos []SLO) {
 	if len(slos) == 0 {
 		return
 	}
-	JudgeSLOs(lv, slos)
 	good := 0
 	for i := range recs {
 		if MeetsAll(&recs[i], slos) {
@@ -252,6 +174,8 @@ func ApplySLOs(lv *Level, recs []Record, slos []SLO) {
 	if lv.DurationS > 0 {
 		lv.GoodputRPS = float64(good) / lv.DurationS
 	}
+	// Last: an objective may name the goodput itself.
+	JudgeSLOs(lv, slos)
 }
 
 // JudgeSLOs sets a level's verdict from its statistics alone.

@@ -10,20 +10,25 @@ func TestParseSLOs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SLO{
-		{"ttft_p95<=500ms", "ttft_ms", "p95", true, 500},
+	want := []struct {
+		expr, metric, stat string
+		atMost             bool
+		value              float64
+	}{
+		{"ttft_p95<=500ms", "ttft", "p95", true, 500},
 		{"tps_p5>=40", "decode_tps", "p5", false, 40},
-		{"e2e_p99<=8s", "e2e_ms", "p99", true, 8000},
-		{"itl_p50<=250us", "itl_ms", "p50", true, 0.25},
+		{"e2e_p99<=8s", "e2e", "p99", true, 8000},
+		{"itl_p50<=250us", "itl", "p50", true, 0.25},
 		{"error_rate<=0.01", "error_rate", "", true, 0.01},
-		{"ttft_median<=1.5s", "ttft_ms", "p50", true, 1500},
+		{"ttft_median<=1.5s", "ttft", "p50", true, 1500},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ParseSLOs = %d objectives, want %d", len(got), len(want))
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("objective %d = %+v, want %+v", i, got[i], want[i])
+	for i, w := range want {
+		g := got[i]
+		if g.Expr != w.expr || g.Metric.Name != w.metric || g.Stat != w.stat || g.AtMost != w.atMost || g.Value != w.value {
+			t.Errorf("objective %d = %q %s %q %v %v, want %+v", i, g.Expr, g.Metric.Name, g.Stat, g.AtMost, g.Value, w)
 		}
 	}
 	for _, bad := range []string{"", "ttft<=5ms", "ttft_p95<500ms", "speed_p50>=3", "ttft_p95<=fast", "output_tps_p50>=3", "tps_p5>=-1", "ttft_p95<=5parsecs"} {
@@ -200,12 +205,12 @@ func FuzzParseSLOs(f *testing.F) {
 			return
 		}
 		for _, o := range slos {
-			if o.Value < 0 || o.Metric == "" {
+			if o.Value < 0 || o.Metric.Name == "" {
 				t.Fatalf("ParseSLOs(%q) gave %+v", s, o)
 			}
 			// A parsed objective parses again to itself.
 			again, err := ParseSLOs(o.Expr)
-			if err != nil || len(again) != 1 || again[0] != o {
+			if err != nil || len(again) != 1 || !sameSLO(again[0], o) {
 				t.Fatalf("round trip of %q: %+v, %v", o.Expr, again, err)
 			}
 		}
@@ -241,4 +246,9 @@ func TestCapacityConsidersEveryLevel(t *testing.T) {
 	if c.MeasuredPassing != 4 || c.Value != 4 || !strings.Contains(c.Statement, "holds at least 4 users") || !strings.Contains(c.Statement, "below it, 1 user") {
 		t.Errorf("c=1,4: capacity = %+v", c)
 	}
+}
+
+// sameSLO compares two objectives field by field (a Metric holds funcs).
+func sameSLO(a, b SLO) bool {
+	return a.Expr == b.Expr && a.Metric.Name == b.Metric.Name && a.Stat == b.Stat && a.AtMost == b.AtMost && a.Value == b.Value
 }

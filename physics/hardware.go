@@ -15,7 +15,7 @@ const (
 var (
 	// Datacenter GPUs in vLLM / TensorRT-LLM. MBU is set to 0.80 and the
 	// overheads (400 µs per step + 15 µs per layer) are fitted to Llama-3.1-8B
-	// on H100 in vLLM (TPOT 6.48 ms, measurements.md #2). MFU decode is
+	// on H100 in vLLM (TPOT 6.48 ms, docs/measurements.md #2). MFU decode is
 	// inference-sim's hardware_config.json value. The all-reduce is vLLM's
 	// custom all-reduce as measured on H100 (sglang PR #2904, vLLM kernel,
 	// TP 2/4/8, no CUDA graph): ~9 µs for messages up to 32 KB and

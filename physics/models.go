@@ -85,7 +85,7 @@ var builtinModels = []Model{
 		Layers: 62, Hidden: 5376, Heads: 32, KVHeads: 16, HeadDim: 128, Vocab: 262144, MaxContext: 131072, FFN: 21504,
 		Source: refModels + "; embeddings tied (Gemma config, not in the reference table)"},
 
-	// Older models named by the measurements (reference measurements.md) but
+	// Older models named by the measurements (docs/measurements.md) but
 	// not in models.md: architectures from their config.json files, parameter
 	// counts derived from the architecture. Not in the shared reference:
 	// uncertain until checked against the configs.

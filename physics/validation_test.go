@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the validation table in docs/physics.md")
 
-// A measured point from shared reference measurements.md. Decode points are
+// A measured point of docs/measurements.md. Decode points are
 // single-stream tokens/s; TTFT points are milliseconds for a prompt processed
 // alone (the prefill step).
 type measured struct {

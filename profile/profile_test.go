@@ -24,7 +24,7 @@ func TestProfilesParse(t *testing.T) {
 	// The seed figures: voice needs TTFT under 150 ms and 60 tok/s.
 	v, _ := Lookup("voice")
 	slos, _ := metrics.ParseSLOs(v.SLOs)
-	if slos[0].Metric != "ttft_ms" || slos[0].Value != 150 || slos[1].Value != 60 {
+	if slos[0].Metric.Name != "ttft" || slos[0].Value != 150 || slos[1].Value != 60 {
 		t.Errorf("voice SLOs = %+v", slos)
 	}
 	if _, err := Lookup("gaming"); err == nil {

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/load"
@@ -499,7 +501,8 @@ func (h *heldLog) take() []float64 {
 func TestMain(m *testing.M) {
 	upstream := os.Getenv(childEnv)
 	if upstream == "" {
-		os.Exit(m.Run())
+		goleak.VerifyTestMain(m) // fails the tests when a goroutine outlives them
+		return
 	}
 	u, _ := url.Parse(upstream)
 	if path := os.Getenv("TOKBENCH_PROXY_CHILD_PROFILE"); path != "" {

@@ -10,39 +10,65 @@ import (
 	"github.com/tokbench/tokbench/metrics"
 )
 
-// LevelColumns are the column names of CSV, in order. They are a contract:
-// spreadsheets and scripts refer to them by name. Times are milliseconds,
-// rates per second; a percentile with no samples is an empty cell.
-var LevelColumns = []string{
-	"load", "concurrency", "rate_rps", "arrival",
-	"sent", "completed", "failed", "error_rate", "duration_s",
-	"input_tokens", "output_tokens", "token_source",
-	"output_tps", "steady_output_tps", "request_rps", "goodput_rps",
-	"ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_mean_ms",
-	"decode_tps_p50", "decode_tps_p5", "decode_tps_mean",
-	"tpot_p50_ms", "tpot_p95_ms",
-	"itl_p50_ms", "itl_p99_ms",
-	"e2e_p50_ms", "e2e_p95_ms",
+// LevelColumns is the column names of CSV, in order. They are a contract:
+// spreadsheets and scripts refer to them by name. After the level's load,
+// counts and tokens come the metrics of metrics.Registry, each statistic
+// its Metric.CSV names, the aggregates first: times are milliseconds
+// (named _ms), rates per second; a percentile with no samples is an empty
+// cell.
+func LevelColumns() []string {
+	return append([]string{
+		"load", "concurrency", "rate_rps", "arrival",
+		"sent", "completed", "failed", "duration_s",
+		"input_tokens", "output_tokens", "token_source",
+	}, metricColumns()...)
+}
+
+// csvMetrics are the registry's metrics in CSV's order: the level
+// aggregates, then the distributions.
+func csvMetrics() []metrics.Metric {
+	var agg, dist []metrics.Metric
+	for _, m := range metrics.Registry {
+		if m.Aggregate() {
+			agg = append(agg, m)
+		} else {
+			dist = append(dist, m)
+		}
+	}
+	return append(agg, dist...)
+}
+
+func metricColumns() []string {
+	var out []string
+	for _, m := range csvMetrics() {
+		for _, stat := range m.CSV {
+			name := m.StatName(stat)
+			if m.Unit == "ms" {
+				name += "_ms"
+			}
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // CSV writes one row per level of s under a header of LevelColumns.
 func CSV(w io.Writer, s metrics.Summary) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(LevelColumns); err != nil {
+	if err := cw.Write(LevelColumns()); err != nil {
 		return err
 	}
-	for _, lv := range s.Levels {
+	for i := range s.Levels {
+		lv := &s.Levels[i]
 		row := []string{
 			lv.Load.String(), itoaIf(lv.Load.Concurrency), fmtIf(lv.Load.RateRPS, lv.Load.Mode == metrics.ModeRate), string(lv.Load.Arrival),
-			strconv.Itoa(lv.Requests.Sent), strconv.Itoa(lv.Requests.Completed), strconv.Itoa(lv.Requests.Failed),
-			fmtF(lv.ErrorRate), fmtF(lv.DurationS),
+			strconv.Itoa(lv.Requests.Sent), strconv.Itoa(lv.Requests.Completed), strconv.Itoa(lv.Requests.Failed), fmtF(lv.DurationS),
 			strconv.Itoa(lv.InputTokens), strconv.Itoa(lv.OutputTokens), lv.TokenSource,
-			fmtF(lv.OutputTPS), fmtF(lv.SteadyOutputTPS), fmtF(lv.RequestRPS), fmtF(lv.GoodputRPS),
-			stat(lv.TTFT, lv.TTFT.P50), stat(lv.TTFT, lv.TTFT.P95), stat(lv.TTFT, lv.TTFT.P99), stat(lv.TTFT, lv.TTFT.Mean),
-			stat(lv.DecodeTPS, lv.DecodeTPS.P50), stat(lv.DecodeTPS, lv.DecodeTPS.P5), stat(lv.DecodeTPS, lv.DecodeTPS.Mean),
-			stat(lv.TPOT, lv.TPOT.P50), stat(lv.TPOT, lv.TPOT.P95),
-			stat(lv.ITL, lv.ITL.P50), stat(lv.ITL, lv.ITL.P99),
-			stat(lv.E2E, lv.E2E.P50), stat(lv.E2E, lv.E2E.P95),
+		}
+		for _, m := range csvMetrics() {
+			for _, stat := range m.CSV {
+				row = append(row, fmtIf(m.Of(lv, stat)))
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err
@@ -110,8 +136,4 @@ func itoaIf(v int) string {
 		return ""
 	}
 	return strconv.Itoa(v)
-}
-
-func stat(s metrics.Stats, v float64) string {
-	return fmtIf(v, s.Count > 0)
 }

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the validation table in docs/simulator.md")
 
-// A batching point from shared reference measurements.md, and the workload
+// A batching point of docs/measurements.md, and the workload
 // the engine replays for it. Nothing here was tuned to the measured value:
 // the engine has no free parameters of its own, and the physics cost model
 // was calibrated on single-stream points only (point 2 at concurrency 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,6 +88,13 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	if f.progress < time.Second {
 		return usagef("--progress-every: want 1s or more, got %s", f.progress)
 	}
+	if f.metricsAddr != "" {
+		// Before the run starts: a listen that fails later is the
+		// machine's failure, an address that cannot be one is the user's.
+		if _, err := net.ResolveTCPAddr("tcp", f.metricsAddr); err != nil {
+			return usagef("--metrics-addr: %v", err)
+		}
+	}
 	f.opt.Given, f.opt.Getenv, f.opt.Version = cmd.Flags().Changed, env.Getenv, Version
 	plan, err := f.opt.Plan()
 	if err != nil {
@@ -96,13 +104,8 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	defer stop()
 	var w *results.Writer
 	if f.out != "" {
-		if !f.replace {
-			if _, err := os.Stat(filepath.Join(f.out, results.RunFile)); err == nil {
-				return usagef("--out: %s holds a run already; give another directory, or --replace to write over it", f.out)
-			}
-		}
-		if w, err = results.Create(f.out); err != nil {
-			return usagef("--out: %v", err)
+		if w, err = createOut(f.out, f.replace); err != nil {
+			return err
 		}
 		defer w.Close()
 	}
@@ -161,11 +164,11 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 	case res.WriteErr != nil:
 		// A run whose files could not be written (a full disk) fails,
 		// after stdout has what was measured.
-		return &exitError{code: ExitFailure, err: fmt.Errorf("--out: the run was not written whole: %w (what was written is valid)", res.WriteErr)}
+		return fmt.Errorf("--out: the run was not written whole: %w (what was written is valid)", res.WriteErr)
 	case summary.Interrupted:
-		return &exitError{code: ExitInterrupted, err: errors.New("interrupted: results so far were written")}
+		return withExitCode(ExitInterrupted, errors.New("interrupted: results so far were written"))
 	case res.Completed() == 0:
-		return &exitError{code: ExitFailure, err: errors.New("no request completed (see the error classes above)")}
+		return errors.New("no request completed (see the error classes above)")
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func startLive(ctx context.Context, env Env, addr string, runner *load.Runner, t
 	e.Defaults(target.Model, target.API)
 	url, err := e.Serve(ctx, addr)
 	if err != nil {
-		return usagef("--metrics-addr: %v", err)
+		return addrErr(fmt.Errorf("--metrics-addr: %w", err))
 	}
 	next := runner.Sink
 	runner.Sink = func(rec metrics.Record) {

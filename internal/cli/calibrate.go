@@ -85,7 +85,7 @@ anyway, the error in the file, and simulate --calibration repeats it.`,
 			written := ""
 			if !refused || force {
 				if err := f.Write(out); err != nil {
-					return usagef("--out: %v", err)
+					return fmt.Errorf("--out: %w", err)
 				}
 				written = out
 			}
@@ -100,7 +100,7 @@ anyway, the error in the file, and simulate --calibration repeats it.`,
 				return err
 			}
 			if refused && !force {
-				return &exitError{code: ExitFailure, err: fmt.Errorf("calibrate: %s; %s not written (--force writes it anyway)", fe, out)}
+				return fmt.Errorf("calibrate: %s; %s not written (--force writes it anyway)", fe, out)
 			}
 			return nil
 		},

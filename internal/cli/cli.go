@@ -2,9 +2,11 @@
 // that parses flags, reads the environment or writes to the terminal; every
 // other package takes values and returns values.
 //
-// Exit codes: 0 success, 1 the run failed (no request completed, a gate
-// tripped), 2 bad input (a flag, file or field, named in one line), 130
-// interrupted (everything measured is still written).
+// Exit codes, the same for every command: 0 success, 1 the run failed (no
+// request completed, a gate tripped, a port in use, a file that could not
+// be written), 2 bad input only (a flag, file or field, named in one
+// line), 130 interrupted (everything measured is still written). exit.go
+// holds the rule.
 //
 // Signals: the commands that run (bench, proxy, serve) stop at the first
 // SIGINT or SIGTERM, count more within a second as the same one, and cut
@@ -14,21 +16,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/tokbench/tokbench/benchmark"
-)
-
-// Exit codes.
-const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitInterrupted = 130
 )
 
 // Env is the slice of the operating system the commands may touch, injected
@@ -54,30 +46,6 @@ func (e Env) isTerminal(w io.Writer) bool {
 	return e.IsTerminal(w)
 }
 
-// usageError is a mistake in the user's input: exit code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// exitError carries a specific exit code with an optional message.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
 // Run executes one tokbench command line and returns the process exit code.
 func Run(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
@@ -93,30 +61,6 @@ func Run(ctx context.Context, args []string, env Env) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	return exitCode(env.Stderr, err)
-}
-
-func exitCode(stderr io.Writer, err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "tokbench: %s\n", ue.msg)
-		return ExitUsage
-	}
-	if ie, ok := errors.AsType[*benchmark.InputError](err); ok {
-		fmt.Fprintf(stderr, "tokbench: %s\n", ie.Msg)
-		return ExitUsage
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintf(stderr, "tokbench: %s\n", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintf(stderr, "tokbench: %s\n", err)
-	return ExitFailure
 }
 
 // Version is the tool version, set at build time with -ldflags.
@@ -141,14 +85,14 @@ of inference. Without --url, bench runs against an embedded simulated server.`,
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 			msg = fmt.Sprintf("unknown command %q; did you mean %q?", args[0], s[0])
 		}
-		return &usageError{msg: msg}
+		return usagef("%s", msg)
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.SuggestionsMinimumDistance = 2
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &usageError{msg: err.Error()}
+		return usagef("%v", err)
 	})
 	root.AddCommand(
 		newBenchCmd(env),

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +12,7 @@ import (
 // (exit 1) and leaves no empty run directory behind; report refuses a
 // directory that holds no run (exit 2, one line naming it).
 func TestClosedPortLeavesNoRun(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := closedAddr(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", "http://"+addr+"/v1", "--api", "auto",
 		"--concurrency", "1", "--requests", "1", "--out", dir)

@@ -112,7 +112,7 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 	}
 	if f.html != "" {
 		if err := writeCompareHTML(f.html, runs[0], outs); err != nil {
-			return usagef("--html: %v", err)
+			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	var failed []string
@@ -130,11 +130,11 @@ func runCompare(env Env, f *compareFlags, dirs []string) error {
 		}
 	}
 	if len(failed) > 0 {
-		return &exitError{code: ExitFailure, err: errors.New("--fail-if: " + strings.Join(failed, "; "))}
+		return errors.New("--fail-if: " + strings.Join(failed, "; "))
 	}
 	if len(nothing) > 0 {
 		// Nothing compared is no gate passed.
-		return &exitError{code: ExitFailure, err: fmt.Errorf("%s and %s share no load level: nothing was compared", runs[0].Dir, strings.Join(nothing, ", "))}
+		return fmt.Errorf("%s and %s share no load level: nothing was compared", runs[0].Dir, strings.Join(nothing, ", "))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -182,12 +181,7 @@ func TestTokenizerServerWithoutEndpoint(t *testing.T) {
 // says which address could not be reached, under --api auto too; --model is
 // not blamed.
 func TestUnreachableServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := closedAddr(t)
 	for _, extra := range [][]string{nil, {"--api", "auto"}} {
 		args := append([]string{"bench", "--url", "http://" + addr + "/v1", "--concurrency", "1", "--requests", "1"}, extra...)
 		code, _, stderr := runCLI(context.Background(), nil, args...)

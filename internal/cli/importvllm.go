@@ -79,8 +79,8 @@ func runImportVLLM(env Env, f *importFlags, path string) error {
 	if f.gpus > 0 {
 		imp.Run.Meta["gpus"] = strconv.Itoa(f.gpus)
 	}
-	if fi, err := os.Stat(f.out); err == nil && !fi.IsDir() {
-		return usagef("--out: %s is a file, not a directory", f.out)
+	if err := checkOut(f.out, true); err != nil {
+		return err
 	}
 	if err := imp.WriteDir(f.out); err != nil {
 		return fmt.Errorf("--out: %w", err)

@@ -46,7 +46,7 @@ says so in its warnings.`,
 				fmt.Fprintf(env.Stderr, "tokbench: warning: %s\n", w)
 			}
 			if err := results.WriteMerged(out, m); err != nil {
-				return usagef("--out: %v", err)
+				return fmt.Errorf("--out: %w", err)
 			}
 			if err := report.WriteHTMLFile(out); err != nil {
 				fmt.Fprintf(env.Stderr, "tokbench: %v\n", err)

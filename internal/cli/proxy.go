@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -78,11 +76,8 @@ streams in flight finish for --grace.`,
 			}
 			var w *results.Writer
 			if out != "" {
-				if _, err := os.Stat(filepath.Join(out, results.RunFile)); err == nil && !replace {
-					return usagef("--out: %s holds a run already; give another directory, or --replace to write over it", out)
-				}
-				if w, err = results.Create(out); err != nil {
-					return usagef("--out: %v", err)
+				if w, err = createOut(out, replace); err != nil {
+					return err
 				}
 				defer w.Close()
 				w.Rotate(int64(min(rotateBytes, 1<<62)), rotateEvery)
@@ -100,7 +95,7 @@ streams in flight finish for --grace.`,
 				},
 			})
 			if err != nil {
-				return usagef("%v", err)
+				return addrErr(err) // --listen and --metrics-addr name themselves
 			}
 			lv := s.Levels[0]
 			ttft := "no TTFT (no request completed)"

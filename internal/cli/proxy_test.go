@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,12 +38,7 @@ func TestProxyFlags(t *testing.T) {
 // upstream refuses connections) ends saying it measured no TTFT, not
 // "TTFT p50 0.000 ms".
 func TestProxyAllFailedSaysNoTTFT(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := closedAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		code   int
@@ -56,7 +50,10 @@ func TestProxyAllFailedSaysNoTTFT(t *testing.T) {
 		done <- result{code, stderr}
 	}()
 	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	var resp *http.Response
+	var (
+		resp *http.Response
+		err  error
+	)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if resp, err = http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(body)); err == nil {
 			break

@@ -133,7 +133,7 @@ docs/simulator.md.`,
 			url, err := srv.Start(context.WithoutCancel(ctx), addr)
 			if err != nil {
 				srv.Close()
-				return usagef("--addr: %v", err)
+				return addrErr(fmt.Errorf("--addr: %w", err))
 			}
 			c := srv.Config()
 			fmt.Fprintf(env.Stderr, "tokbench serve: simulated %s (KV cache %d tokens, batch ≤ %d, %d tokens/step)\n",

@@ -1,0 +1,166 @@
+package metrics
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Metric is one measured quantity, the one place that says what it is
+// called, its unit, which way is better, how to read it from a level and
+// from one request, and which of its statistics each output keeps. SLOs,
+// repeated runs (Repeats), compare and its gates, and CSV all range over
+// Registry.
+type Metric struct {
+	Name        string   // as SLOs, gates and CSV spell it: "ttft", "decode_tps", "output_tps"
+	Aliases     []string // other spellings an SLO or gate may use: "tps"
+	Label       string   // for people: "TTFT"
+	Unit        string   // "ms", "tok/s", "req/s", "" (a fraction)
+	LowerBetter bool
+	// Dist is the level's distribution of the metric; nil for a level
+	// aggregate, which is one number per level (Value).
+	Dist  func(*Level) *Stats
+	Value func(*Level) float64
+	// Sample is one completed request's own value, false when the request
+	// has none (a one-token answer's decode rate); nil when no request has
+	// one of its own (ITL pools every request's gaps; aggregates).
+	Sample func(*Record) (float64, bool)
+	// FromSchedule says the metric is a latency from t0: an SLO judges a
+	// request by it from the scheduled instant (QueueMs added), so a
+	// client that fell behind its schedule cannot hide latency.
+	FromSchedule bool
+	// Key are the statistics compare shows for every level and Repeats
+	// keeps each run's value of (PerRun); Spread those Repeats keeps the
+	// range over the runs of; CSV those CSV gives a column. An aggregate
+	// lists "" (itself).
+	Key, Spread, CSV []string
+}
+
+// Registry is every metric, in the order outputs list them.
+var Registry = []Metric{
+	{Name: "ttft", Label: "TTFT", Unit: "ms", LowerBetter: true, FromSchedule: true,
+		Dist:   func(l *Level) *Stats { return &l.TTFT },
+		Sample: func(r *Record) (float64, bool) { return r.TTFTMs, true },
+		Key:    []string{"p50", "p95", "p99"}, Spread: []string{"p50", "p95"}, CSV: []string{"p50", "p95", "p99", "mean"}},
+	{Name: "ttfvt", Label: "TTFVT", Unit: "ms", LowerBetter: true, FromSchedule: true,
+		Dist:   func(l *Level) *Stats { return &l.TTFVT },
+		Sample: func(r *Record) (float64, bool) { return r.TTFVTMs, r.TTFVTMs > 0 }},
+	{Name: "decode_tps", Aliases: []string{"tps"}, Label: "decode TPS", Unit: "tok/s",
+		Dist:   func(l *Level) *Stats { return &l.DecodeTPS },
+		Sample: (*Record).DecodeTPS,
+		Key:    []string{"p50", "p5"}, Spread: []string{"p50", "p5"}, CSV: []string{"p50", "p5", "mean"}},
+	{Name: "tpot", Label: "TPOT", Unit: "ms", LowerBetter: true,
+		Dist:   func(l *Level) *Stats { return &l.TPOT },
+		Sample: (*Record).TPOTMs,
+		Key:    []string{"p50"}, Spread: []string{"p50"}, CSV: []string{"p50", "p95"}},
+	{Name: "itl", Label: "ITL", Unit: "ms", LowerBetter: true,
+		Dist: func(l *Level) *Stats { return &l.ITL },
+		CSV:  []string{"p50", "p99"}},
+	{Name: "e2e", Label: "E2E", Unit: "ms", LowerBetter: true, FromSchedule: true,
+		Dist:   func(l *Level) *Stats { return &l.E2E },
+		Sample: func(r *Record) (float64, bool) { return r.E2EMs, true },
+		Key:    []string{"p50", "p95"}, Spread: []string{"p50"}, CSV: []string{"p50", "p95"}},
+	{Name: "e2e_tps", Label: "E2E TPS", Unit: "tok/s",
+		Dist:   func(l *Level) *Stats { return &l.E2ETPS },
+		Sample: (*Record).E2ETPS},
+	{Name: "output_tps", Label: "output", Unit: "tok/s",
+		Value: func(l *Level) float64 { return l.OutputTPS },
+		Key:   []string{""}, Spread: []string{""}, CSV: []string{""}},
+	{Name: "steady_output_tps", Label: "steady output", Unit: "tok/s",
+		Value: func(l *Level) float64 { return l.SteadyOutputTPS },
+		CSV:   []string{""}},
+	{Name: "request_rps", Label: "requests", Unit: "req/s",
+		Value: func(l *Level) float64 { return l.RequestRPS },
+		Key:   []string{""}, Spread: []string{""}, CSV: []string{""}},
+	{Name: "goodput_rps", Label: "goodput", Unit: "req/s",
+		Value: func(l *Level) float64 { return l.GoodputRPS },
+		CSV:   []string{""}},
+	{Name: "error_rate", Label: "error rate", LowerBetter: true,
+		Value: func(l *Level) float64 { return l.ErrorRate },
+		Key:   []string{""}, CSV: []string{""}},
+}
+
+// StatNames are the statistics of a distribution a name may take
+// ("ttft_p95"); "median" is read as p50.
+var StatNames = []string{"mean", "min", "max", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"}
+
+// Aggregate reports whether the metric is one number per level.
+func (m Metric) Aggregate() bool { return m.Dist == nil }
+
+// StatName is the name of one of the metric's statistics: "ttft_p95",
+// or the aggregate's own name for stat "".
+func (m Metric) StatName(stat string) string {
+	if stat == "" {
+		return m.Name
+	}
+	return m.Name + "_" + stat
+}
+
+// Of is the level's value of the statistic (stat "" for an aggregate),
+// and whether the level has it: a distribution without samples has none.
+func (m Metric) Of(l *Level, stat string) (float64, bool) {
+	if m.Dist == nil {
+		return m.Value(l), stat == ""
+	}
+	s := m.Dist(l)
+	v, ok := s.Get(stat)
+	return v, ok && s.Count > 0
+}
+
+// Lookup finds a metric by its name or an alias.
+func Lookup(name string) (Metric, bool) {
+	for _, m := range Registry {
+		if m.Name == name || slices.Contains(m.Aliases, name) {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// ParseStat reads a statistic's name: a distribution's with its
+// statistic ("ttft_p95", "tps_median"), or an aggregate's ("output_tps").
+// It returns the metric and the statistic ("" for an aggregate; "median"
+// becomes "p50"); its errors name what is wrong and what is known.
+func ParseStat(name string) (Metric, string, error) {
+	if m, ok := Lookup(name); ok {
+		if !m.Aggregate() {
+			return m, "", fmt.Errorf("name a statistic, e.g. %s_p95 or %s_p50", name, name)
+		}
+		return m, "", nil
+	}
+	i := strings.LastIndex(name, "_")
+	if i < 0 {
+		return Metric{}, "", fmt.Errorf("unknown metric %q (known: %s)", name, KnownNames())
+	}
+	m, ok := Lookup(name[:i])
+	if !ok {
+		return Metric{}, "", fmt.Errorf("unknown metric %q (known: %s)", name[:i], KnownNames())
+	}
+	stat := name[i+1:]
+	if stat == "median" {
+		stat = "p50"
+	}
+	if m.Aggregate() {
+		return Metric{}, "", fmt.Errorf("%s is one number per level and takes no statistic", m.Name)
+	}
+	if !slices.Contains(StatNames, stat) {
+		return Metric{}, "", fmt.Errorf("unknown statistic %q (known: %s, median)", name[i+1:], strings.Join(StatNames, " "))
+	}
+	return m, stat, nil
+}
+
+// KnownNames lists the names ParseStat takes, for error messages.
+func KnownNames() string {
+	var s []string
+	for _, m := range Registry {
+		n := m.Name
+		if !m.Aggregate() {
+			n += "_pNN"
+		}
+		for _, a := range m.Aliases {
+			n += " (" + a + ")"
+		}
+		s = append(s, n)
+	}
+	return strings.Join(s, ", ")
+}
