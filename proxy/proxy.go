@@ -66,9 +66,10 @@ type Config struct {
 	// MaxBody bounds a request body the proxy reads to decide what it is
 	// (default 64 MiB); a longer one is answered 413.
 	MaxBody int64
-	// MaxBodies bounds the memory the bodies of all requests being
-	// handled hold together (default 256 MiB, at least twice MaxBody): a
-	// body that would pass it is answered 503 with Retry-After, before
+	// MaxBodies bounds the memory the bodies of all requests being read
+	// or sent upstream hold together (default 256 MiB, at least twice
+	// MaxBody; a body is given back once the upstream has it, so a long
+	// stream holds none of its request): a body that would pass it is answered 503 with Retry-After, before
 	// any of it is read when it declares its length. A completion's body
 	// counts twice with the default Transport, which keeps a copy of it
 	// while it sends it.
@@ -193,8 +194,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		copies = 2
 	}
 	body, held, err := p.bodies.read(w, r, p.cfg.MaxBody, copies)
-	defer p.bodies.give(held) // once the request has ended, and nothing holds the body
 	if err != nil {
+		p.bodies.give(held)
 		p.bodies.refuse(w, err, p.cfg.MaxBody)
 		return
 	}
@@ -210,10 +211,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a != nil && req.Stream && p.cfg.AskUsage {
 		body, asked = askUsage(a, body)
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), bytes.NewReader(body))
+	// The body's budget is given back once the upstream has it (heldBody),
+	// or when the request ends, whichever comes first.
+	var sending io.ReadCloser = http.NoBody
+	if len(body) > 0 {
+		hb := newHeldBody(p.bodies, body, held)
+		defer hb.release()
+		sending = hb
+	} else {
+		defer p.bodies.give(held)
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), sending)
 	if err != nil {
 		http.Error(w, "tokbench proxy: "+err.Error(), http.StatusBadGateway)
 		return
+	}
+	if hb, ok := sending.(*heldBody); ok {
+		out.ContentLength, out.GetBody = int64(len(hb.buf)), hb.getBody
 	}
 	copyHeader(out.Header, r.Header)
 	// The proxy has the whole body: an expectation of 100 Continue (curl
@@ -280,6 +294,7 @@ func (p *Proxy) target(u *url.URL) string {
 // pass forwards a request the proxy does not measure.
 func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 	resp, err := p.passRT.RoundTrip(out)
+	forwarded(out)
 	if err != nil {
 		upstreamError(w, out, err)
 		return
@@ -379,6 +394,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 	out = out.WithContext(traced)
 	sent := time.Now()
 	up, err := p.rt.RoundTrip(out)
+	forwarded(out)
 	// As bench's: t0 is the instant the request's bytes went to the
 	// upstream connection, its first byte and chunks on the kernel's
 	// clock over HTTP/1.1.
