@@ -101,6 +101,7 @@ type Proxy struct {
 	handlers sync.WaitGroup // and records to make
 	backlog  backlog
 	bodies   *bodies
+	creds    *credentials // what the lines it logs are scrubbed of
 }
 
 // New returns the proxy of cfg.
@@ -145,7 +146,10 @@ func New(cfg Config) (*Proxy, error) {
 		}
 		rt, pass = t, t.Fallback
 	}
-	return &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now(), bodies: &bodies{max: cfg.MaxBodies}}, nil
+	p := &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now(), bodies: &bodies{max: cfg.MaxBodies},
+		creds: newCredentials(api.URLSecrets(cfg.Upstream.String()))}
+	p.backlog.logf = func(format string, args ...any) { p.logf(nil, format, args...) }
+	return p, nil
 }
 
 // hop-by-hop headers are the connection's, never forwarded (RFC 9110 7.6.1).
@@ -185,6 +189,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		arrived = wire.Arrival(c, arrived)
 	}
+	p.creds.enter(r)
+	defer p.creds.leave(r)
+	defer p.abortOnPanic(r) // before the credentials leave: its line is scrubbed of them
 	p.handlers.Add(1)
 	defer p.handlers.Done()
 	// tokbench's own transport, which carries the completions, sends a
@@ -244,7 +251,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.handlers.Add(1)
 	queued := false
 	defer func() {
-		if !queued { // measure panicked (net/http's server logs it)
+		if !queued { // measure panicked (abortOnPanic logs it)
 			p.handlers.Done()
 			p.InFlight.Add(-1)
 		}
@@ -255,6 +262,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.backlog.add(kept, func() {
 		defer p.InFlight.Add(-1) // once the record is in
 		defer p.handlers.Done()
+		defer p.recordPanic(func() []string {
+			return append(requestSecrets(r), api.RequestSecrets(out.Header, out.URL)...)
+		})
 		rec := record()
 		if p.cfg.Sink != nil {
 			p.cfg.Sink(rec)
