@@ -52,12 +52,16 @@ func (r Row) Text() string {
 }
 
 // RowError is a bad row: the file, the line it starts on and the field.
+// Err, when set, is the condition it is an instance of (ErrBudget).
 type RowError struct {
 	File  string
 	Line  int
 	Field string
 	Msg   string
+	Err   error
 }
+
+func (e *RowError) Unwrap() error { return e.Err }
 
 func (e *RowError) Error() string {
 	if e.Field == "" {
@@ -75,11 +79,26 @@ const (
 	DefaultRowTokens = 4 << 20
 )
 
-// Limits bound what one dataset row may cost. A row past them is refused
-// with its file and line, before anything is sent, and reading stops there:
-// a file of one 2 GB line is refused after reading 16 MiB of it. The zero
-// value is the defaults.
+// DefaultBudget bounds, by default, the text a dataset's rows hold
+// together with the copies of it a level's requests make (Config.MaxBytes
+// is what the rows leave of it): 1 GiB. The ShareGPT files benchmarks use
+// (hundreds of MB of JSON) fit, and a dataset then takes about that much
+// of the machine's memory, not all of it.
+const DefaultBudget = 1 << 30
+
+// ErrBudget is the condition (wrapped) of a dataset whose rows, or the
+// requests a level makes of them, would hold more text than their budget.
+var ErrBudget = errors.New("over the dataset's budget")
+
+// Limits bound what one dataset row, and all of a dataset's rows, may
+// cost. A row past them is refused with its file and line, before
+// anything is sent, and reading stops there: a file of one 2 GB line is
+// refused after reading 16 MiB of it, and one of many large rows once the
+// rows kept hold Budget bytes of text. The zero value is the defaults.
 type Limits struct {
+	// Budget bounds the bytes of text (prompts, messages, replies and
+	// later turns) the rows kept hold together (default DefaultBudget).
+	Budget int64
 	// RowBytes bounds a row's bytes in the file: a JSONL line, a ShareGPT
 	// entry (default DefaultRowBytes).
 	RowBytes int
@@ -96,7 +115,39 @@ func (l Limits) withDefaults() Limits {
 	if l.RowTokens <= 0 {
 		l.RowTokens = DefaultRowTokens
 	}
+	if l.Budget <= 0 {
+		l.Budget = DefaultBudget
+	}
 	return l
+}
+
+// Bytes is the text a row holds: its prompt or messages, its reply, its
+// later turns and their replies.
+func (r Row) Bytes() int64 {
+	n := len(r.Prompt) + len(r.Reply)
+	for _, m := range r.Messages {
+		n += len(m.Content)
+	}
+	for i := range r.Turns {
+		n += len(r.Turns[i]) + len(r.TurnReplies[i])
+	}
+	return int64(n)
+}
+
+// RowsBytes is the text rows hold together.
+func RowsBytes(rows []Row) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Bytes()
+	}
+	return n
+}
+
+// overBudget is the row with which the rows kept came to hold held bytes,
+// past Budget.
+func (l Limits) overBudget(name string, line int, held int64) error {
+	return &RowError{File: name, Line: line, Err: ErrBudget,
+		Msg: fmt.Sprintf("with this row the rows kept hold %d bytes of text, more than the %d a dataset may hold (its budget)", held, l.Budget)}
 }
 
 // checkTokens refuses a row with a prompt or turn of more than RowTokens
@@ -165,40 +216,62 @@ func DetectFormat(path string) (string, error) {
 // Sample reads the rows of a JSONL or ShareGPT file and keeps k of them,
 // chosen uniformly with the seed (reservoir sampling: the file is streamed,
 // never held whole). Every row is checked, so a bad row anywhere is an
-// error before anything is sent, and held to lim. Fewer than k rows are
-// all kept. The rows come back in a seeded random order.
+// error before anything is sent, and held to lim: the row with which the
+// rows kept pass lim.Budget stops the reading, named by its line. Fewer
+// than k rows are all kept. The rows come back in a seeded random order.
 func Sample(path, format string, k int, seed uint64, lim Limits) ([]Row, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset %s: %w", path, err)
 	}
 	defer f.Close()
+	rows, err := sample(f, filepath.Base(path), format, k, seed, lim)
+	switch {
+	case errors.Is(err, errNoRows):
+		return nil, fmt.Errorf("dataset %s: no rows", path)
+	case errors.Is(err, errNotRows):
+		return nil, fmt.Errorf("dataset %s: format %q has no rows", path, format)
+	}
+	return rows, err
+}
+
+var errNoRows, errNotRows = errors.New("no rows"), errors.New("not rows")
+
+// sample is Sample of the dataset r, named name.
+func sample(r io.Reader, name, format string, k int, seed uint64, lim Limits) ([]Row, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0xda7a5e7))
+	budget := lim.withDefaults()
 	var kept []Row
+	var held int64 // the text the rows kept hold
 	seen := 0
 	keep := func(r Row) error {
 		seen++
 		if len(kept) < k {
 			kept = append(kept, r)
+			held += r.Bytes()
 		} else if j := rng.IntN(seen); j < k {
+			held += r.Bytes() - kept[j].Bytes()
 			kept[j] = r
+		}
+		if held > budget.Budget {
+			return budget.overBudget(name, r.Line, held)
 		}
 		return nil
 	}
-	name := filepath.Base(path)
+	var err error
 	switch format {
 	case FormatJSONL:
-		err = ReadJSONL(f, name, lim, keep)
+		err = ReadJSONL(r, name, lim, keep)
 	case FormatShareGPT:
-		err = ReadShareGPT(f, name, lim, keep)
+		err = ReadShareGPT(r, name, lim, keep)
 	default:
-		return nil, fmt.Errorf("dataset %s: format %q has no rows", path, format)
+		return nil, errNotRows
 	}
 	if err != nil {
 		return nil, err
 	}
 	if seen == 0 {
-		return nil, fmt.Errorf("dataset %s: no rows", path)
+		return nil, errNoRows
 	}
 	// Only the kept rows are sent, so only they are counted; in the order
 	// of the file, so the first long row is the one named.
