@@ -2,15 +2,19 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/tokbench/tokbench/api"
 )
@@ -322,5 +326,64 @@ func TestSourceCopiesBudget(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d requests hold %d bytes besides the rows (%d sent again)", c.name, c.n, held, again)
+	}
+}
+
+// TestJSONLRowsReadAsEncodingJSON: a JSONL line is read as encoding/json
+// reads it into {"prompt", "messages", "max_tokens"} — keys whatever their
+// case, the last of a key given twice, escapes and surrogate pairs, nulls
+// — and a line it refuses is refused.
+func TestJSONLRowsReadAsEncodingJSON(t *testing.T) {
+	type msg struct{ Role, Content string }
+	var ref struct {
+		Prompt    *string
+		Messages  []msg
+		MaxTokens *int `json:"max_tokens"`
+	}
+	var p fastjson.Parser
+	for _, line := range []string{
+		`{"prompt": "hi"}`,
+		`{"Prompt": "case", "MAX_TOKENS": 7}`,
+		`{"prompt": "first", "prompt": "last"}`,
+		`{"prompt": "caf\u00e9 \ud83e\udd80 \"q\"\n\t\/"}`,
+		`{"prompt": null, "messages": [{"role": "user", "content": "m"}]}`,
+		`{"messages": [{"role": "system", "content": null}, {"ROLE": "user", "Content": "x", "content": "y"}], "max_tokens": 3}`,
+		`{"prompt": "p", "messages": null, "max_tokens": null}`,
+		`{"prompt": "p", "max_tokens": 5.0}`,
+		`{"prompt": "p", "max_tokens": "5"}`,
+		`{"prompt": 5}`,
+		`{"messages": [{"role": "user", "content": ["part"]}]}`,
+		`{"messages": ["hi"]}`,
+		`[1, 2]`,
+		`{nope`,
+	} {
+		ref.Prompt, ref.Messages, ref.MaxTokens = nil, nil, nil
+		refErr := json.Unmarshal([]byte(line), &ref)
+		row, err := parseJSONLRow(&p, []byte(line), "t.jsonl", 1)
+		if refErr != nil {
+			if err == nil {
+				t.Errorf("%s: read as %+v; encoding/json refuses it: %v", line, row, refErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v; encoding/json reads it", line, err)
+			continue
+		}
+		var want Row
+		switch {
+		case len(ref.Messages) > 0:
+			for _, m := range ref.Messages {
+				want.Messages = append(want.Messages, api.Message{Role: m.Role, Content: m.Content})
+			}
+		case ref.Prompt != nil:
+			want.Prompt = *ref.Prompt
+		}
+		if ref.MaxTokens != nil {
+			want.MaxTokens = *ref.MaxTokens
+		}
+		if row.Prompt != want.Prompt || row.MaxTokens != want.MaxTokens || !slices.Equal(row.Messages, want.Messages) {
+			t.Errorf("%s: read as %+v, encoding/json as %+v", line, row, want)
+		}
 	}
 }
