@@ -69,10 +69,10 @@ type Config struct {
 	// MaxBodies bounds the memory the bodies of all requests being read
 	// or sent upstream hold together (default 256 MiB, at least twice
 	// MaxBody; a body is given back once the upstream has it, so a long
-	// stream holds none of its request): a body that would pass it is answered 503 with Retry-After, before
-	// any of it is read when it declares its length. A completion's body
-	// counts twice with the default Transport, which keeps a copy of it
-	// while it sends it.
+	// stream holds none of its request): a body that would pass it is
+	// answered 503 with Retry-After, before any of it is read when it
+	// declares its length. A completion's body counts twice with the
+	// default Transport, which keeps a copy of it while it sends it.
 	MaxBodies int64
 	// SlowClient is how long one write to the client may block before the
 	// record says the client was slow (default 50 ms).
@@ -404,11 +404,11 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 	out = out.WithContext(traced)
 	sent := time.Now()
 	up, err := p.rt.RoundTrip(out)
-	forwarded(out)
 	// As bench's: t0 is the instant the request's bytes went to the
 	// upstream connection, its first byte and chunks on the kernel's
 	// clock over HTTP/1.1.
 	x.Answered(sent, false, up, err)
+	forwarded(out)
 	// max_tokens is a cap in live traffic, not a length asked for: no
 	// shortfall is counted against it.
 	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start}
