@@ -249,7 +249,8 @@ func (cfg Config) rowOf(order []int, i int) (Row, int) {
 // messageBytes is what one message of a request's own list takes.
 const messageBytes = int64(unsafe.Sizeof(api.Message{}))
 
-// redrawBytes bounds the words redraw puts in front of a row's text.
+// redrawBytes bounds the words redraw puts in front of a row's text (two
+// of candidates, which are 8 bytes at most, and two spaces).
 const redrawBytes = 64
 
 // rowCopy is the memory request i's prompt (of rows in order, with
