@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
@@ -46,12 +49,15 @@ type Options struct {
 	InputTokens, OutputTokens string
 	Tokenizer                 string // a tokenize name, a tokenizer.json path, or "server"
 	Dataset, DatasetFormat    string
-	PrefixTokens              int
-	PrefixGroups              int
-	MinTokens                 int
-	IgnoreEOS                 bool
-	ContinuousUsage           string
-	Seed                      uint64
+	// DatasetBudget bounds the text a dataset's rows, and the copies of it
+	// a level's requests make, hold together: a size ("1GiB").
+	DatasetBudget   string
+	PrefixTokens    int
+	PrefixGroups    int
+	MinTokens       int
+	IgnoreEOS       bool
+	ContinuousUsage string
+	Seed            uint64
 
 	Headers    []string // "Name: value"
 	APIKeyEnv  string
@@ -114,7 +120,7 @@ func DefaultOptions() Options {
 	return Options{
 		API: "openai-chat", Concurrency: "1,4,16", Arrival: string(load.ArrivalPoisson), Burstiness: 1,
 		Warmup: 1, InputTokens: "512", OutputTokens: "128", Tokenizer: tokenize.Default,
-		DatasetFormat: workload.FormatAuto, PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
+		DatasetFormat: workload.FormatAuto, DatasetBudget: "1GiB", PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
 		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
 		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
 		Repeat: 1, SweepMax: 512, GPUTelemetry: "auto", Workload: "synthetic", Steps: 5, Turns: 5, TraceSpeed: "1",
@@ -128,21 +134,22 @@ const LongLevel = 10 * time.Minute
 // options is one Plan call's state: the options, what they parse to.
 type options struct {
 	Options
-	prof      *profile.Profile
-	slos      []metrics.SLO
-	shard     load.Shard
-	start     time.Time
-	sweep     *load.AutoSweep
-	inputs    []workload.Dist
-	output    workload.Dist
-	rows      []workload.Row
-	format    string // the dataset's, once read
-	serverTok bool
-	tok       tokenize.Tokenizer
-	tls       *tls.Config
-	keyEnv    string
-	trace     *workload.Trace
-	speeds    []float64
+	prof       *profile.Profile
+	slos       []metrics.SLO
+	shard      load.Shard
+	start      time.Time
+	sweep      *load.AutoSweep
+	inputs     []workload.Dist
+	output     workload.Dist
+	rows       []workload.Row
+	copyBudget int64  // what --dataset-budget leaves besides the rows
+	format     string // the dataset's, once read
+	serverTok  bool
+	tok        tokenize.Tokenizer
+	tls        *tls.Config
+	keyEnv     string
+	trace      *workload.Trace
+	speeds     []float64
 }
 
 func (o *options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
@@ -233,6 +240,9 @@ func (opts Options) Plan() (*Plan, error) {
 		p.Levels = nil // the sweep picks its levels from results
 	}
 	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := p.checkDataset(filepath.Base(o.Dataset)); err != nil {
 		return nil, err
 	}
 	host := o.Host
@@ -462,23 +472,31 @@ func (o *options) workload() error {
 	if o.tok, err = tokenize.Open(name); err != nil {
 		return inputErrorf("--tokenizer: %v", err)
 	}
+	budget, err := humanize.ParseBytes(o.DatasetBudget)
+	if err != nil || budget == 0 || budget > 1<<62 {
+		return inputErrorf("--dataset-budget: want a size such as 512MiB or 4GiB, got %q", o.DatasetBudget)
+	}
 	if o.Dataset == "" {
 		return nil
 	}
-	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed, workload.Limits{Tokenizer: o.tok})
-	if errors.Is(err, workload.ErrFormat) {
+	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed, workload.Limits{Tokenizer: o.tok, Budget: int64(budget)})
+	switch {
+	case errors.Is(err, workload.ErrFormat):
 		return inputErrorf("--dataset-format: %v", err)
-	} else if err != nil {
+	case errors.Is(err, workload.ErrBudget):
+		return inputErrorf("--dataset: %v; --dataset-budget raises it", err)
+	case err != nil:
 		return inputErrorf("--dataset: %v", err)
 	}
 	o.format, o.rows = ds.Format, ds.Rows
+	o.copyBudget = max(1, int64(budget)-workload.RowsBytes(ds.Rows))
 	return nil
 }
 
 // plannedWorkload is the validated workload as the plan's.
 func (o *options) plannedWorkload(promptSeed uint64) Workload {
 	wl := Workload{
-		Inputs: o.inputs, Output: o.output, Rows: o.rows,
+		Inputs: o.inputs, Output: o.output, Rows: o.rows, CopyBudget: o.copyBudget,
 		PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups, MinTokens: o.MinTokens,
 		Tokenizer: o.tok, ServerTokenizer: o.serverTok, PromptSeed: promptSeed, Chat: o.Workload == "chat",
 		// The first length stands for the run where one number is needed

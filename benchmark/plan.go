@@ -123,8 +123,12 @@ type Workload struct {
 	Output workload.Dist
 	// Rows are a JSONL or ShareGPT dataset's rows; Corpus a text file to
 	// cut prompts from (Format workload.FormatText).
-	Rows         []workload.Row
-	Corpus       string
+	Rows   []workload.Row
+	Corpus string
+	// CopyBudget is what --dataset-budget leaves, once Rows hold their
+	// text, for the copies of it a level's requests make
+	// (workload.Config.MaxBytes; 0: unbounded).
+	CopyBudget   int64
 	PrefixTokens int
 	PrefixGroups int
 	MinTokens    int

@@ -419,20 +419,8 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 		}
 		return src, nil
 	}
-	n := lv.Requests * max(lv.Steps, 1) // warm-ups are variants of these (Source.WarmupRequest)
-	if lv.Duration > 0 && lv.Requests == 0 {
-		n = max(256, 4*lv.Load.Concurrency)
-	}
-	in := wl.Inputs[0]
-	if lv.Load.InputTokens > 0 {
-		in = workload.Fixed(lv.Load.InputTokens)
-	}
-	cfg := workload.Config{
-		Tokenizer: wl.Tokenizer, Counter: r.counter, Input: in, Output: wl.Output, Rows: wl.Rows,
-		PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
-		Model: r.model, IgnoreEOS: r.p.IgnoreEOS, MinTokens: wl.MinTokens, Steps: lv.Steps,
-		Seed: r.p.Shard.Seed(wl.PromptSeed), Level: idx,
-	}
+	cfg, n := r.p.sourceConfig(idx, lv)
+	cfg.Counter, cfg.Model = r.counter, r.model
 	if wl.Corpus != "" {
 		c, err := workload.OpenCorpus(wl.Corpus)
 		if err != nil {
@@ -441,7 +429,49 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 		defer c.Close()
 		cfg.Corpus = c
 	}
-	return workload.NewSource(ctx, cfg, n)
+	src, err := workload.NewSource(ctx, cfg, n)
+	if errors.Is(err, workload.ErrBudget) {
+		return nil, inputErrorf("--dataset: %v; --dataset-budget raises it", err)
+	}
+	return src, err
+}
+
+// sourceConfig is what level idx's requests are made of, and how many
+// are made before it starts (warm-ups are variants of these:
+// Source.WarmupRequest). The server's tokenizer and model are the run's
+// to add.
+func (p *Plan) sourceConfig(idx int, lv load.Level) (workload.Config, int) {
+	wl := p.Workload
+	in := wl.Inputs[0]
+	if lv.Load.InputTokens > 0 {
+		in = workload.Fixed(lv.Load.InputTokens)
+	}
+	return workload.Config{
+		Tokenizer: wl.Tokenizer, Input: in, Output: wl.Output, Rows: wl.Rows,
+		PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
+		IgnoreEOS: p.IgnoreEOS, MinTokens: wl.MinTokens, Steps: lv.Steps,
+		Seed: p.Shard.Seed(wl.PromptSeed), Level: idx, MaxBytes: wl.CopyBudget,
+	}, plannedRequests(lv)
+}
+
+// checkDataset refuses, before any request, a level whose requests would
+// take more memory in copies of the dataset's rows than its budget leaves
+// (workload.Config.CheckCopies). A sweep's levels, chosen as it runs, are
+// checked as each is made.
+func (p *Plan) checkDataset(name string) error {
+	if len(p.Workload.Rows) == 0 {
+		return nil
+	}
+	for i, lv := range p.Levels {
+		cfg, n := p.sourceConfig(i, lv)
+		if err := cfg.CheckCopies(n); err != nil {
+			if errors.Is(err, workload.ErrBudget) {
+				return inputErrorf("--dataset: %s: %v (at %s); --dataset-budget raises it", name, err, lv.Load)
+			}
+			return inputErrorf("--dataset: %v", err)
+		}
+	}
+	return nil
 }
 
 // contextTokens is a level's typical context for the physics ceiling.

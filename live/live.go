@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"maps"
 	"net"
 	"net/http"
@@ -31,6 +32,10 @@ import (
 // At most maxModels model names get series of their own, the rest count
 // as "other", so clients naming models at will cannot grow the registry.
 type Exporter struct {
+	// ErrorLog, when set before Serve, logs what the metrics server's
+	// net/http logs (http.Server.ErrorLog; nil: the standard logger).
+	ErrorLog *log.Logger
+
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
@@ -161,7 +166,7 @@ func (e *Exporter) Serve(ctx context.Context, addr string) (string, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", e.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: e.ErrorLog}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = err // the run goes on without live metrics

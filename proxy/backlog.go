@@ -20,6 +20,9 @@ import (
 // sink out of their streams' order. A job that panics is logged, as
 // net/http's server logs a handler's panic, and the proxy goes on.
 type backlog struct {
+	// logf logs a job's panic (nil: the standard logger); the proxy's
+	// scrubs the line of the credentials it knows.
+	logf    func(format string, args ...any)
 	mu      sync.Mutex
 	jobs    []job
 	bytes   int64 // of the jobs waiting
@@ -73,18 +76,21 @@ func (q *backlog) drain() {
 		q.jobs[0] = job{}
 		q.jobs = q.jobs[1:]
 		q.mu.Unlock()
-		j.run()
+		j.run(q.logf)
 		q.mu.Lock()
 		q.bytes -= j.bytes
 		q.mu.Unlock()
 	}
 }
 
-// run runs the job; a panic is logged with its stack.
-func (j job) run() {
+// run runs the job; a panic is logged with its stack, by logf.
+func (j job) run(logf func(format string, args ...any)) {
 	defer func() {
 		if v := recover(); v != nil {
-			log.Printf("tokbench proxy: making a record panicked: %v\n%s", v, debug.Stack())
+			if logf == nil {
+				logf = log.Printf
+			}
+			logf("tokbench proxy: making a record panicked: %v\n%s", v, debug.Stack())
 		}
 	}()
 	j.do()

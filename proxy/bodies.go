@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,7 +18,8 @@ import (
 // is before sending it), and eight clients of 60 MB each took 1.6 GB.
 // A body reserves its bytes before it holds them — all it declares
 // (Content-Length) before its first byte is read, one without a length
-// as its buffer grows — and gives them back when its request ends. When
+// as its buffer grows — and gives them back once it has been sent
+// upstream (heldBody), or when its request ends, if that is sooner. When
 // no body is held any more and a quarter of the budget has been given
 // back since (or the whole budget, under load that never ends), the freed
 // memory goes back to the system (a collection and a scavenge, one at a
@@ -161,5 +164,96 @@ func (b *bodies) refuse(w http.ResponseWriter, err error, maxBody int64) {
 		http.Error(w, fmt.Sprintf("tokbench proxy: the request body is over %d MiB (Config.MaxBody)", maxBody>>20), http.StatusRequestEntityTooLarge)
 	default:
 		http.Error(w, "tokbench proxy: reading the request body: "+err.Error(), http.StatusBadRequest)
+	}
+}
+
+// heldBody is a request body on its way upstream, as the outgoing
+// request's Body. Its bytes leave the budget, and are let go, once the
+// transport is done with them: it has closed the body (net/http does once
+// the body is written; tokbench's own transport once it has its copy) and
+// its RoundTrip has returned (no retry reads the body again, and the
+// copy tokbench's transport sent from is gone). That is when the answer
+// begins, not when it ends: a stream that runs for minutes holds none of
+// its request's memory or budget. The handler's end gives back what a
+// request that never got that far holds.
+type heldBody struct {
+	b            *bodies
+	mu           sync.Mutex
+	buf          []byte
+	r            bytes.Reader
+	held         int64
+	closed, sent bool
+}
+
+// errBodyGone is a read of a body already given back.
+var errBodyGone = errors.New("tokbench proxy: the request body was already sent")
+
+// newHeldBody is body, which holds held bytes of b's budget, as a
+// request body.
+func newHeldBody(b *bodies, body []byte, held int64) *heldBody {
+	h := &heldBody{b: b, buf: body, held: held}
+	h.r.Reset(body)
+	return h
+}
+
+func (h *heldBody) Read(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.buf == nil {
+		return 0, errBodyGone
+	}
+	return h.r.Read(p)
+}
+
+// Close is the transport's: it is done reading.
+func (h *heldBody) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	done := h.sent
+	h.mu.Unlock()
+	if done {
+		h.release()
+	}
+	return nil
+}
+
+// getBody is the request's GetBody: the body anew, for a transport that
+// sends it again before its RoundTrip returns.
+func (h *heldBody) getBody() (io.ReadCloser, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.buf == nil {
+		return nil, errBodyGone
+	}
+	return io.NopCloser(bytes.NewReader(h.buf)), nil
+}
+
+// forwarded says the RoundTrip that carried the body has returned.
+func (h *heldBody) forwarded() {
+	h.mu.Lock()
+	h.sent = true
+	done := h.closed
+	h.mu.Unlock()
+	if done {
+		h.release()
+	}
+}
+
+// release gives the body's bytes back to the budget and lets them go; the
+// second and later calls do nothing.
+func (h *heldBody) release() {
+	h.mu.Lock()
+	n := h.held
+	h.held, h.buf = 0, nil
+	h.r.Reset(nil)
+	h.mu.Unlock()
+	h.b.give(n)
+}
+
+// forwarded tells out's body, when the proxy holds it, that the
+// RoundTrip that carried it has returned.
+func forwarded(out *http.Request) {
+	if h, ok := out.Body.(*heldBody); ok {
+		h.forwarded()
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net/http"
@@ -111,4 +112,114 @@ func TestProxyBodiesBudget(t *testing.T) {
 	}
 	t.Logf("heap grew %.1f MiB holding %d bodies of %.1f MiB; %+.1f MiB after", float64(grew)/(1<<20), fit, float64(len(body))/(1<<20),
 		float64(int64(after.HeapAlloc)-int64(baseline.HeapAlloc))/(1<<20))
+}
+
+// TestProxyStreamsHoldNoBody: a request's body leaves the budget, and
+// memory, once it has gone upstream, not when its answer ends. Six
+// clients send 3 MiB bodies, one after another, through a proxy whose
+// bodies may hold 20 MiB (three at once, each counted twice); each answer
+// starts and then stays open until the test ends it: completions
+// (measured, on tokbench's transport) and uploads (passed, on net/http's).
+// Held for their streams, the bodies would have the fourth answered 503;
+// given back, each stream is open while the budget holds nothing, all six
+// are streaming at once, the memory has gone back to the system, and the
+// heap holds less than one body more than before them.
+func TestProxyStreamsHoldNoBody(t *testing.T) {
+	const (
+		streams = 6
+		size    = 3 << 20
+		budget  = 20 << 20
+	)
+	content := bytes.Repeat([]byte("x"), size-64)
+	body := append(append([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"`), content...), `"}]}`...)
+	end := make(chan struct{})
+	var ending sync.Once
+	stop := func() { ending.Do(func() { close(end) }) }
+	defer stop() // a failure ends the streams too
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		if n != int64(len(body)) {
+			t.Errorf("the upstream got %d bytes of a %d-byte body", n, len(body))
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"a"}}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		select { // the stream goes on until the test ends it
+		case <-end:
+		case <-time.After(20 * time.Second):
+		}
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	px, base, records := startProxy(t, up.URL, func(c *Config) { c.MaxBody, c.MaxBodies = 4<<20, budget })
+	var baseline runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&baseline)
+
+	var open []*http.Response
+	defer func() {
+		for _, resp := range open {
+			resp.Body.Close()
+		}
+	}()
+	for i := range streams {
+		path := "/v1/chat/completions"
+		if i%2 == 1 {
+			path = "/v1/uploads" // not measured: net/http's transport carries it
+		}
+		resp, err := http.Post(base+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		open = append(open, resp)
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if resp.StatusCode != 200 || err != nil || !strings.HasPrefix(first, "data: ") {
+			got, _ := io.ReadAll(resp.Body)
+			t.Fatalf("stream %d (%s): %d %q %q (%v), want its stream begun; the budget holds %d bytes", i, path, resp.StatusCode, first, got, err, px.bodies.used.Load())
+		}
+		// Its stream open, its body is given back (net/http's transport
+		// closes a body it sent a moment after the answer has begun).
+		for deadline := time.Now().Add(10 * time.Second); px.bodies.used.Load() != 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if used := px.bodies.used.Load(); used != 0 {
+			t.Fatalf("stream %d (%s) is open and the bodies hold %d bytes, want none", i, path, used)
+		}
+	}
+	// All six are streaming. Their bodies were given back as each was
+	// sent, and the memory returned a moment after (returnAfter).
+	deadline := time.Now().Add(10 * time.Second)
+	for (px.bodies.used.Load() != 0 || px.bodies.returned.Load() == 0 || px.bodies.freeing.Load()) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if used, n := px.bodies.used.Load(), px.bodies.returned.Load(); used != 0 || n == 0 {
+		t.Fatalf("with %d streams open the bodies hold %d bytes, memory returned %d times; want none held, returned", streams, used, n)
+	}
+	if peak := px.bodies.peak.Load(); peak > 2*int64(len(body)) {
+		t.Errorf("the bodies reserved %d bytes at most, want one body's (twice: %d)", peak, 2*len(body))
+	}
+	runtime.GC()
+	var during runtime.MemStats
+	runtime.ReadMemStats(&during)
+	grew := int64(during.HeapAlloc) - int64(baseline.HeapAlloc)
+	if grew > size {
+		t.Errorf("with %d streams open the heap is %.1f MiB above where it started, more than one body of %.1f MiB", streams, float64(grew)/(1<<20), float64(size)/(1<<20))
+	}
+	stop()
+	for i, resp := range open {
+		rest, _ := io.ReadAll(resp.Body)
+		if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+			t.Errorf("stream %d ended %q", i, rest)
+		}
+	}
+	if recs := records(); len(recs) != streams/2 {
+		t.Errorf("%d records, want %d (the completions)", len(recs), streams/2)
+	} else {
+		for _, r := range recs {
+			if !r.OK {
+				t.Errorf("a completion's record: %s %s", r.ErrorClass, r.Error)
+			}
+		}
+	}
+	t.Logf("heap %+.1f MiB with %d streams of %.1f MiB bodies open", float64(grew)/(1<<20), streams, float64(len(body))/(1<<20))
 }

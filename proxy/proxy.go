@@ -66,12 +66,13 @@ type Config struct {
 	// MaxBody bounds a request body the proxy reads to decide what it is
 	// (default 64 MiB); a longer one is answered 413.
 	MaxBody int64
-	// MaxBodies bounds the memory the bodies of all requests being
-	// handled hold together (default 256 MiB, at least twice MaxBody): a
-	// body that would pass it is answered 503 with Retry-After, before
-	// any of it is read when it declares its length. A completion's body
-	// counts twice with the default Transport, which keeps a copy of it
-	// while it sends it.
+	// MaxBodies bounds the memory the bodies of all requests being read
+	// or sent upstream hold together (default 256 MiB, at least twice
+	// MaxBody; a body is given back once the upstream has it, so a long
+	// stream holds none of its request): a body that would pass it is
+	// answered 503 with Retry-After, before any of it is read when it
+	// declares its length. A completion's body counts twice with the
+	// default Transport, which keeps a copy of it while it sends it.
 	MaxBodies int64
 	// SlowClient is how long one write to the client may block before the
 	// record says the client was slow (default 50 ms).
@@ -100,6 +101,7 @@ type Proxy struct {
 	handlers sync.WaitGroup // and records to make
 	backlog  backlog
 	bodies   *bodies
+	creds    *credentials // what the lines it logs are scrubbed of
 }
 
 // New returns the proxy of cfg.
@@ -144,7 +146,10 @@ func New(cfg Config) (*Proxy, error) {
 		}
 		rt, pass = t, t.Fallback
 	}
-	return &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now(), bodies: &bodies{max: cfg.MaxBodies}}, nil
+	p := &Proxy{cfg: cfg, rt: rt, passRT: pass, start: time.Now(), bodies: &bodies{max: cfg.MaxBodies},
+		creds: newCredentials(api.URLSecrets(cfg.Upstream.String()))}
+	p.backlog.logf = func(format string, args ...any) { p.logf(nil, format, args...) }
+	return p, nil
 }
 
 // hop-by-hop headers are the connection's, never forwarded (RFC 9110 7.6.1).
@@ -184,6 +189,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		arrived = wire.Arrival(c, arrived)
 	}
+	p.creds.enter(r)
+	defer p.creds.leave(r)
+	defer p.abortOnPanic(r) // before the credentials leave: its line is scrubbed of them
 	p.handlers.Add(1)
 	defer p.handlers.Done()
 	// tokbench's own transport, which carries the completions, sends a
@@ -193,8 +201,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		copies = 2
 	}
 	body, held, err := p.bodies.read(w, r, p.cfg.MaxBody, copies)
-	defer p.bodies.give(held) // once the request has ended, and nothing holds the body
 	if err != nil {
+		p.bodies.give(held)
 		p.bodies.refuse(w, err, p.cfg.MaxBody)
 		return
 	}
@@ -210,10 +218,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a != nil && req.Stream && p.cfg.AskUsage {
 		body, asked = askUsage(a, body)
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), bytes.NewReader(body))
+	// The body's budget is given back once the upstream has it (heldBody),
+	// or when the request ends, whichever comes first.
+	var sending io.ReadCloser = http.NoBody
+	if len(body) > 0 {
+		hb := newHeldBody(p.bodies, body, held)
+		defer hb.release()
+		sending = hb
+	} else {
+		defer p.bodies.give(held)
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target(r.URL), sending)
 	if err != nil {
 		http.Error(w, "tokbench proxy: "+err.Error(), http.StatusBadGateway)
 		return
+	}
+	if hb, ok := sending.(*heldBody); ok {
+		out.ContentLength, out.GetBody = int64(len(hb.buf)), hb.getBody
 	}
 	copyHeader(out.Header, r.Header)
 	// The proxy has the whole body: an expectation of 100 Continue (curl
@@ -230,7 +251,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.handlers.Add(1)
 	queued := false
 	defer func() {
-		if !queued { // measure panicked (net/http's server logs it)
+		if !queued { // measure panicked (abortOnPanic logs it)
 			p.handlers.Done()
 			p.InFlight.Add(-1)
 		}
@@ -241,6 +262,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.backlog.add(kept, func() {
 		defer p.InFlight.Add(-1) // once the record is in
 		defer p.handlers.Done()
+		defer p.recordPanic(func() []string {
+			return append(requestSecrets(r), api.RequestSecrets(out.Header, out.URL)...)
+		})
 		rec := record()
 		if p.cfg.Sink != nil {
 			p.cfg.Sink(rec)
@@ -280,6 +304,7 @@ func (p *Proxy) target(u *url.URL) string {
 // pass forwards a request the proxy does not measure.
 func (p *Proxy) pass(w http.ResponseWriter, out *http.Request) {
 	resp, err := p.passRT.RoundTrip(out)
+	forwarded(out)
 	if err != nil {
 		upstreamError(w, out, err)
 		return
@@ -383,6 +408,7 @@ func (p *Proxy) measure(w http.ResponseWriter, out *http.Request, c call) (recor
 	// upstream connection, its first byte and chunks on the kernel's
 	// clock over HTTP/1.1.
 	x.Answered(sent, false, up, err)
+	forwarded(out)
 	// max_tokens is a cap in live traffic, not a length asked for: no
 	// shortfall is counted against it.
 	info := load.RecordInfo{ID: int(p.ids.Add(1)), LevelStart: p.start}

@@ -104,6 +104,9 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 	if err != nil {
 		return metrics.Summary{}, err
 	}
+	if exporter != nil {
+		exporter.ErrorLog = p.ErrorLog() // its lines scrubbed as the proxy's are
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return metrics.Summary{}, fmt.Errorf("--listen: %w", err)
@@ -125,7 +128,7 @@ func Run(ctx context.Context, o Options) (metrics.Summary, error) {
 		}
 	}
 	ln = wire.StampListener(ln)
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: p.ConnContext}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: p.ConnContext, ErrorLog: p.ErrorLog()}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if o.Ready != nil {

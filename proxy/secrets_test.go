@@ -57,35 +57,7 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 	for _, k := range []string{keyBearer, keyXAPI, keyAPIKey, keyQuery, keyBasic, keyCookie, basicUser} {
 		secrets = append(secrets, forms(k))
 	}
-	// echo is everything a request carried, in every form: what a
-	// careless upstream puts in its errors.
-	echo := func(r *http.Request) string {
-		var b strings.Builder
-		for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie"} {
-			if v := r.Header.Get(h); v != "" {
-				b.WriteString(h + ": " + v + "; ")
-				for _, f := range forms(v) {
-					b.WriteString(f + " ")
-				}
-			}
-		}
-		for _, vs := range r.URL.Query() {
-			for _, f := range forms(vs[0]) {
-				b.WriteString(f + " ")
-			}
-		}
-		if u, p, ok := r.BasicAuth(); ok {
-			for _, f := range append(forms(p), forms(u+":"+p)...) {
-				b.WriteString(f + " ")
-			}
-		}
-		for _, c := range r.Cookies() {
-			for _, f := range forms(c.Value) {
-				b.WriteString(f + " ")
-			}
-		}
-		return b.String()
-	}
+	echo := echoCredentials
 	jsonStr := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -283,6 +255,36 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 			}
 		}
 	}
+}
+
+// echoCredentials is everything a request carried, in every form: what
+// a careless upstream puts in its errors.
+func echoCredentials(r *http.Request) string {
+	var b strings.Builder
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie"} {
+		if v := r.Header.Get(h); v != "" {
+			b.WriteString(h + ": " + v + "; ")
+			for _, f := range forms(v) {
+				b.WriteString(f + " ")
+			}
+		}
+	}
+	for _, vs := range r.URL.Query() {
+		for _, f := range forms(vs[0]) {
+			b.WriteString(f + " ")
+		}
+	}
+	if u, p, ok := r.BasicAuth(); ok {
+		for _, f := range append(forms(p), forms(u+":"+p)...) {
+			b.WriteString(f + " ")
+		}
+	}
+	for _, c := range r.Cookies() {
+		for _, f := range forms(c.Value) {
+			b.WriteString(f + " ")
+		}
+	}
+	return b.String()
 }
 
 // jsonUnescape undoes JSON's escapes of <, > and & (\u003c …), which

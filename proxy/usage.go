@@ -14,7 +14,11 @@ import (
 // it changed body: the answer then carries a usage chunk the client did
 // not ask for, which stripUsage keeps from it. Without stream_options
 // every other byte stays as sent; with them (null, or an object without
-// include_usage) the object is written anew, values and order kept.
+// include_usage) the object is written anew, values and order kept. A key
+// given twice is read, and edited, where the server reads it: its last
+// occurrence (encoding/json, Python's json and pydantic), so a client
+// whose last stream_options asks for usage keeps its usage chunk, and one
+// whose last does not gets it asked for.
 func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 	if _, ok := a.(api.OpenAI); !ok {
 		return body, false
@@ -30,7 +34,7 @@ func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 		return body, false
 	}
 	var ar fastjson.Arena
-	switch opts := v.Get("stream_options"); {
+	switch opts := lastValue(v, "stream_options"); {
 	case opts == nil:
 		// The usual case (an SDK's request without stream options): the
 		// field goes in before the closing brace, every other byte as sent.
@@ -45,15 +49,45 @@ func askUsage(a api.Adapter, body []byte) ([]byte, bool) {
 	case opts.Type() == fastjson.TypeNull:
 		o := ar.NewObject()
 		o.Set("include_usage", ar.NewTrue())
-		v.Set("stream_options", o)
+		setLast(v.GetObject(), "stream_options", o)
 	case opts.Type() != fastjson.TypeObject:
 		return body, false // not an object: the server's to refuse
-	case opts.Get("include_usage") != nil && opts.Get("include_usage").Type() == fastjson.TypeTrue:
-		return body, false
 	default:
-		opts.Set("include_usage", ar.NewTrue())
+		if include := lastValue(opts, "include_usage"); include != nil && include.Type() == fastjson.TypeTrue {
+			return body, false
+		}
+		setLast(opts.GetObject(), "include_usage", ar.NewTrue())
 	}
 	return v.MarshalTo(nil), true
+}
+
+// lastValue is the value of the last occurrence of key in the object o
+// (nil: none), the one servers read; fastjson's Get finds the first.
+func lastValue(o *fastjson.Value, key string) *fastjson.Value {
+	var last *fastjson.Value
+	o.GetObject().Visit(func(k []byte, v *fastjson.Value) {
+		if string(k) == key {
+			last = v
+		}
+	})
+	return last
+}
+
+// setLast makes value the one a server reads for key in o: in place of
+// its only occurrence, or of its last with the earlier ones (which no
+// server reads) left out. (fastjson's Set replaces the first occurrence,
+// and values it parsed may be shared: null, true and false are.)
+func setLast(o *fastjson.Object, key string, value *fastjson.Value) {
+	n := 0
+	o.Visit(func(k []byte, _ *fastjson.Value) {
+		if string(k) == key {
+			n++
+		}
+	})
+	for ; n > 1; n-- {
+		o.Del(key) // the first
+	}
+	o.Set(key, value)
 }
 
 // parsers parse request bodies.

@@ -12,7 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/tokenize"
@@ -52,12 +55,16 @@ func (r Row) Text() string {
 }
 
 // RowError is a bad row: the file, the line it starts on and the field.
+// Err, when set, is the condition it is an instance of (ErrBudget).
 type RowError struct {
 	File  string
 	Line  int
 	Field string
 	Msg   string
+	Err   error
 }
+
+func (e *RowError) Unwrap() error { return e.Err }
 
 func (e *RowError) Error() string {
 	if e.Field == "" {
@@ -75,11 +82,26 @@ const (
 	DefaultRowTokens = 4 << 20
 )
 
-// Limits bound what one dataset row may cost. A row past them is refused
-// with its file and line, before anything is sent, and reading stops there:
-// a file of one 2 GB line is refused after reading 16 MiB of it. The zero
-// value is the defaults.
+// DefaultBudget bounds, by default, the text a dataset's rows hold
+// together with the copies of it a level's requests make (Config.MaxBytes
+// is what the rows leave of it): 1 GiB. The ShareGPT files benchmarks use
+// (hundreds of MB of JSON) fit, and a dataset then takes about that much
+// of the machine's memory, not all of it.
+const DefaultBudget = 1 << 30
+
+// ErrBudget is the condition (wrapped) of a dataset whose rows, or the
+// requests a level makes of them, would hold more text than their budget.
+var ErrBudget = errors.New("over the dataset's budget")
+
+// Limits bound what one dataset row, and all of a dataset's rows, may
+// cost. A row past them is refused with its file and line, before
+// anything is sent, and reading stops there: a file of one 2 GB line is
+// refused after reading 16 MiB of it, and one of many large rows once the
+// rows kept hold Budget bytes of text. The zero value is the defaults.
 type Limits struct {
+	// Budget bounds the bytes of text (prompts, messages, replies and
+	// later turns) the rows kept hold together (default DefaultBudget).
+	Budget int64
 	// RowBytes bounds a row's bytes in the file: a JSONL line, a ShareGPT
 	// entry (default DefaultRowBytes).
 	RowBytes int
@@ -96,7 +118,39 @@ func (l Limits) withDefaults() Limits {
 	if l.RowTokens <= 0 {
 		l.RowTokens = DefaultRowTokens
 	}
+	if l.Budget <= 0 {
+		l.Budget = DefaultBudget
+	}
 	return l
+}
+
+// Bytes is the text a row holds: its prompt or messages, its reply, its
+// later turns and their replies.
+func (r Row) Bytes() int64 {
+	n := len(r.Prompt) + len(r.Reply)
+	for _, m := range r.Messages {
+		n += len(m.Content)
+	}
+	for i := range r.Turns {
+		n += len(r.Turns[i]) + len(r.TurnReplies[i])
+	}
+	return int64(n)
+}
+
+// RowsBytes is the text rows hold together.
+func RowsBytes(rows []Row) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Bytes()
+	}
+	return n
+}
+
+// overBudget is the row with which the rows kept came to hold held bytes,
+// past Budget.
+func (l Limits) overBudget(name string, line int, held int64) error {
+	return &RowError{File: name, Line: line, Err: ErrBudget,
+		Msg: fmt.Sprintf("with this row the rows kept hold %d bytes of text, more than the %d a dataset may hold (its budget)", held, l.Budget)}
 }
 
 // checkTokens refuses a row with a prompt or turn of more than RowTokens
@@ -165,40 +219,62 @@ func DetectFormat(path string) (string, error) {
 // Sample reads the rows of a JSONL or ShareGPT file and keeps k of them,
 // chosen uniformly with the seed (reservoir sampling: the file is streamed,
 // never held whole). Every row is checked, so a bad row anywhere is an
-// error before anything is sent, and held to lim. Fewer than k rows are
-// all kept. The rows come back in a seeded random order.
+// error before anything is sent, and held to lim: the row with which the
+// rows kept pass lim.Budget stops the reading, named by its line. Fewer
+// than k rows are all kept. The rows come back in a seeded random order.
 func Sample(path, format string, k int, seed uint64, lim Limits) ([]Row, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read dataset %s: %w", path, err)
 	}
 	defer f.Close()
+	rows, err := sample(f, filepath.Base(path), format, k, seed, lim)
+	switch {
+	case errors.Is(err, errNoRows):
+		return nil, fmt.Errorf("dataset %s: no rows", path)
+	case errors.Is(err, errNotRows):
+		return nil, fmt.Errorf("dataset %s: format %q has no rows", path, format)
+	}
+	return rows, err
+}
+
+var errNoRows, errNotRows = errors.New("no rows"), errors.New("not rows")
+
+// sample is Sample of the dataset r, named name.
+func sample(r io.Reader, name, format string, k int, seed uint64, lim Limits) ([]Row, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0xda7a5e7))
+	budget := lim.withDefaults()
 	var kept []Row
+	var held int64 // the text the rows kept hold
 	seen := 0
 	keep := func(r Row) error {
 		seen++
 		if len(kept) < k {
 			kept = append(kept, r)
+			held += r.Bytes()
 		} else if j := rng.IntN(seen); j < k {
+			held += r.Bytes() - kept[j].Bytes()
 			kept[j] = r
+		}
+		if held > budget.Budget {
+			return budget.overBudget(name, r.Line, held)
 		}
 		return nil
 	}
-	name := filepath.Base(path)
+	var err error
 	switch format {
 	case FormatJSONL:
-		err = ReadJSONL(f, name, lim, keep)
+		err = ReadJSONL(r, name, lim, keep)
 	case FormatShareGPT:
-		err = ReadShareGPT(f, name, lim, keep)
+		err = ReadShareGPT(r, name, lim, keep)
 	default:
-		return nil, fmt.Errorf("dataset %s: format %q has no rows", path, format)
+		return nil, errNotRows
 	}
 	if err != nil {
 		return nil, err
 	}
 	if seen == 0 {
-		return nil, fmt.Errorf("dataset %s: no rows", path)
+		return nil, errNoRows
 	}
 	// Only the kept rows are sent, so only they are counted; in the order
 	// of the file, so the first long row is the one named.
@@ -213,13 +289,6 @@ func Sample(path, format string, k int, seed uint64, lim Limits) ([]Row, error) 
 	return kept, nil
 }
 
-// jsonlRow is one JSONL line; RawMessage fields let errors name the field.
-type jsonlRow struct {
-	Prompt    json.RawMessage `json:"prompt"`
-	Messages  json.RawMessage `json:"messages"`
-	MaxTokens json.RawMessage `json:"max_tokens"`
-}
-
 // ReadJSONL calls fn with every row of a JSONL stream, in order. Blank
 // lines are skipped; a line longer than lim.RowBytes is an error, and no
 // more of the stream is read. name labels errors.
@@ -227,6 +296,7 @@ func ReadJSONL(r io.Reader, name string, lim Limits, fn func(Row) error) error {
 	lim = lim.withDefaults()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
+	var p fastjson.Parser
 	for line := 1; ; line++ {
 		var err error
 		var long bool
@@ -235,7 +305,7 @@ func ReadJSONL(r io.Reader, name string, lim Limits, fn func(Row) error) error {
 			return lim.tooBig(name, line)
 		}
 		if len(bytes.TrimSpace(buf)) > 0 {
-			row, rerr := parseJSONLRow(buf, name, line)
+			row, rerr := parseJSONLRow(&p, buf, name, line)
 			if rerr != nil {
 				return rerr
 			}
@@ -272,46 +342,102 @@ func readLine(br *bufio.Reader, buf []byte, max int) (line []byte, long bool, er
 	}
 }
 
-func parseJSONLRow(b []byte, name string, line int) (Row, error) {
+// parseJSONLRow reads one JSONL line as encoding/json would read it into
+// {"prompt", "messages", "max_tokens"} — a key matched whatever its case,
+// the last of a key given twice winning — but with fastjson: a dataset
+// of a gigabyte of long rows is read in a few seconds, not the twenty
+// encoding/json's two passes over every string take.
+func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, error) {
 	bad := func(field, format string, args ...any) (Row, error) {
 		return Row{}, &RowError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	var raw jsonlRow
-	if err := json.Unmarshal(b, &raw); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) && ute.Field == "" {
-			return bad("", "want a JSON object per line")
-		}
+	v, err := p.ParseBytes(b)
+	if err != nil {
 		return bad("", "invalid JSON: %v", err)
 	}
+	o, err := v.Object()
+	if err != nil {
+		return bad("", "want a JSON object per line")
+	}
+	var prompt, messages, maxTokens *fastjson.Value
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		switch {
+		case strings.EqualFold(string(k), "prompt"):
+			prompt = v
+		case strings.EqualFold(string(k), "messages"):
+			messages = v
+		case strings.EqualFold(string(k), "max_tokens"):
+			maxTokens = v
+		}
+	})
+	given := func(v *fastjson.Value) bool { return v != nil && v.Type() != fastjson.TypeNull }
 	row := Row{Line: line}
 	switch {
-	case len(raw.Messages) > 0 && string(raw.Messages) != "null":
-		if err := json.Unmarshal(raw.Messages, &row.Messages); err != nil {
-			return bad("messages", `want [{"role": …, "content": "…"}, …]`)
+	case given(messages):
+		const want = `want [{"role": …, "content": "…"}, …]`
+		list, err := messages.Array()
+		if err != nil {
+			return bad("messages", want)
 		}
-		if len(row.Messages) == 0 {
+		if len(list) == 0 {
 			return bad("messages", "is empty")
+		}
+		row.Messages = make([]api.Message, len(list))
+		for i, m := range list {
+			if m.Type() == fastjson.TypeNull {
+				continue // a zero message, as encoding/json leaves it
+			}
+			mo, err := m.Object()
+			if err != nil {
+				return bad("messages", want)
+			}
+			var role, content *fastjson.Value
+			mo.Visit(func(k []byte, v *fastjson.Value) {
+				switch {
+				case strings.EqualFold(string(k), "role"):
+					role = v
+				case strings.EqualFold(string(k), "content"):
+					content = v
+				}
+			})
+			for _, f := range []struct {
+				v   *fastjson.Value
+				dst *string
+			}{{role, &row.Messages[i].Role}, {content, &row.Messages[i].Content}} {
+				if !given(f.v) {
+					continue
+				}
+				sb, err := f.v.StringBytes()
+				if err != nil {
+					return bad("messages", want)
+				}
+				*f.dst = string(sb)
+			}
 		}
 		for i, m := range row.Messages {
 			if m.Role == "" {
 				return bad(fmt.Sprintf("messages[%d].role", i), "missing")
 			}
 		}
-	case len(raw.Prompt) > 0 && string(raw.Prompt) != "null":
-		if err := json.Unmarshal(raw.Prompt, &row.Prompt); err != nil {
+	case given(prompt):
+		sb, err := prompt.StringBytes()
+		if err != nil {
 			return bad("prompt", "want a string")
 		}
+		row.Prompt = string(sb)
 		if strings.TrimSpace(row.Prompt) == "" {
 			return bad("prompt", "is empty")
 		}
 	default:
 		return bad("prompt", `missing (want "prompt" or "messages")`)
 	}
-	if len(raw.MaxTokens) > 0 && string(raw.MaxTokens) != "null" {
-		if err := json.Unmarshal(raw.MaxTokens, &row.MaxTokens); err != nil || row.MaxTokens < 1 {
-			return bad("max_tokens", "want a whole number ≥ 1, got %s", raw.MaxTokens)
+	if given(maxTokens) {
+		raw := maxTokens.MarshalTo(nil)
+		n, err := strconv.Atoi(string(raw))
+		if maxTokens.Type() != fastjson.TypeNumber || err != nil || n < 1 {
+			return bad("max_tokens", "want a whole number ≥ 1, got %s", raw)
 		}
+		row.MaxTokens = n
 	}
 	return row, nil
 }

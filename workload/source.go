@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"unsafe"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/tokenize"
@@ -51,6 +52,10 @@ type Config struct {
 	// from the prompt cache an earlier one filled. Prefixes stay the same.
 	Seed  uint64
 	Level int
+	// MaxBytes, when positive, bounds the memory the requests take
+	// beyond Rows (see Config.CheckCopies): past it NewSource makes none
+	// and says so, with ErrBudget.
+	MaxBytes int64
 }
 
 // Source is a fixed list of requests made before a level starts. Request
@@ -87,27 +92,18 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 	if n < 1 {
 		n = 1
 	}
-	seed := cfg.Seed + uint64(cfg.Level)*0x9e3779b97f4a7c15
+	seed, rng, order := cfg.order()
 	syn, err := NewSynthetic(cfg.Tokenizer, seed)
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x5eed0f1e))
-	var order []int
-	if len(cfg.Rows) > 0 {
-		order = rng.Perm(len(cfg.Rows))
+	prefixes, err := cfg.prefixes()
+	if err != nil {
+		return nil, err
 	}
-	var prefixes []string
-	if cfg.PrefixTokens > 0 {
-		// Prefixes come from their own generator so that they are the same
-		// for every level and input length of a run.
-		pg, _ := NewSynthetic(cfg.Tokenizer, cfg.Seed^0x9f1e5)
-		for range max(cfg.PrefixGroups, 1) {
-			p, err := pg.Prompt(cfg.PrefixTokens)
-			if err != nil {
-				return nil, err
-			}
-			prefixes = append(prefixes, p)
+	if cfg.MaxBytes > 0 {
+		if err := cfg.checkCopies(order, prefixes, n); err != nil {
+			return nil, err
 		}
 	}
 	s := &Source{words: syn.words, seed: seed, tok: cfg.Tokenizer, counted: cfg.Counter != nil}
@@ -120,22 +116,20 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		var text string
 		var at textAt
 		want := 0 // the exact length intended, when there is one
+		var row Row
+		turn := -1
+		if len(cfg.Rows) > 0 {
+			row, turn = cfg.rowOf(order, i)
+		}
 		switch {
-		case len(cfg.Rows) > 0 && cfg.Steps > 1 && i%cfg.Steps > 0 && i%cfg.Steps <= len(cfg.Rows[order[i/cfg.Steps%len(order)]].Turns):
+		case turn >= 0:
 			// A later turn of a recorded conversation: its human turn,
 			// answered as long as the recorded reply.
-			row := cfg.Rows[order[i/cfg.Steps%len(order)]]
-			k := i%cfg.Steps - 1
-			text = row.Turns[k]
-			if r := row.TurnReplies[k]; r != "" {
+			text = row.Turns[turn]
+			if r := row.TurnReplies[turn]; r != "" {
 				req.MaxTokens = max(1, cfg.Tokenizer.Count(r))
 			}
 		case len(cfg.Rows) > 0:
-			ri := i
-			if cfg.Steps > 1 && i%cfg.Steps == 0 {
-				ri = i / cfg.Steps // a conversation's first turn is its row's
-			}
-			row := cfg.Rows[order[ri%len(order)]]
 			switch {
 			case row.MaxTokens > 0:
 				req.MaxTokens = row.MaxTokens
@@ -201,6 +195,144 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 	}
 	return s, nil
 }
+
+// order is the seed of cfg's level, the generator its requests draw from,
+// and the order its rows are sent in (nil without rows).
+func (cfg Config) order() (seed uint64, rng *rand.Rand, order []int) {
+	seed = cfg.Seed + uint64(cfg.Level)*0x9e3779b97f4a7c15
+	rng = rand.New(rand.NewPCG(seed, seed^0x5eed0f1e))
+	if len(cfg.Rows) > 0 {
+		order = rng.Perm(len(cfg.Rows))
+	}
+	return seed, rng, order
+}
+
+// prefixes are the shared prefixes (none without PrefixTokens). They come
+// from their own generator so that they are the same for every level and
+// input length of a run.
+func (cfg Config) prefixes() ([]string, error) {
+	if cfg.PrefixTokens <= 0 {
+		return nil, nil
+	}
+	pg, err := NewSynthetic(cfg.Tokenizer, cfg.Seed^0x9f1e5)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for range max(cfg.PrefixGroups, 1) {
+		p, err := pg.Prompt(cfg.PrefixTokens)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// rowOf is the row request i sends (order is cfg.order's), and which of
+// its human turns: -1 its first (its prompt or messages), k ≥ 0 its
+// Turns[k], a later turn of a recorded conversation.
+func (cfg Config) rowOf(order []int, i int) (Row, int) {
+	if cfg.Steps > 1 && i%cfg.Steps > 0 {
+		row := cfg.Rows[order[i/cfg.Steps%len(order)]]
+		if k := i%cfg.Steps - 1; k < len(row.Turns) {
+			return row, k
+		}
+	}
+	ri := i
+	if cfg.Steps > 1 && i%cfg.Steps == 0 {
+		ri = i / cfg.Steps // a conversation's first turn is its row's
+	}
+	return cfg.Rows[order[ri%len(order)]], -1
+}
+
+// messageBytes is what one message of a request's own list takes.
+const messageBytes = int64(unsafe.Sizeof(api.Message{}))
+
+// redrawBytes bounds the words redraw puts in front of a row's text (two
+// of candidates, which are 8 bytes at most, and two spaces).
+const redrawBytes = 64
+
+// rowCopy is the memory request i's prompt (of rows in order, with
+// prefixes) takes beyond its row: its own list of the row's messages,
+// and a copy of the row's text when the shared prefix goes in front of it
+// or, once every row has been sent, two words of its own (redraw); a
+// row's text sent as it is is the row's, shared.
+func (cfg Config) rowCopy(order []int, prefixes []string, i int) int64 {
+	row, turn := cfg.rowOf(order, i)
+	round := i
+	if cfg.Steps > 1 {
+		round = i / cfg.Steps
+	}
+	again := round >= len(order)
+	prefix, text, msgs := 0, 0, int64(1)
+	switch {
+	case turn >= 0:
+		text = len(row.Turns[turn])
+	case len(row.Messages) > 0:
+		text, msgs = len(row.Messages[0].Content), int64(len(row.Messages))
+		if len(prefixes) > 0 {
+			prefix = len(prefixes[i%len(prefixes)]) + 1
+		}
+	default:
+		text = len(row.Prompt)
+		if len(prefixes) > 0 {
+			prefix = len(prefixes[i%len(prefixes)]) + 1
+		}
+	}
+	n := msgs * messageBytes
+	if prefix > 0 || again {
+		n += int64(text + prefix)
+		if again {
+			n += redrawBytes
+		}
+	}
+	return n
+}
+
+// CheckCopies refuses, with ErrBudget and before any request is made, n
+// requests of NewSource(ctx, cfg, n) whose copies of the rows would take
+// more than MaxBytes (none when it is 0), naming the row with which they
+// pass it. The requests share cfg.Rows' text where they send it as it
+// is; each has its own list of its row's messages, and a copy of the
+// row's text where the shared prefix goes in front of it or where it is
+// sent again once every row has been (with two words of its own): a
+// dataset of 1,000 rows sent by a level of 5,000 requests is held four
+// times over besides the rows. Synthetic and corpus prompts are not
+// counted.
+func (cfg Config) CheckCopies(n int) error {
+	if cfg.MaxBytes <= 0 || len(cfg.Rows) == 0 {
+		return nil
+	}
+	_, _, order := cfg.order()
+	prefixes, err := cfg.prefixes()
+	if err != nil {
+		return err
+	}
+	return cfg.checkCopies(order, prefixes, max(n, 1))
+}
+
+// checkCopies is CheckCopies with the level's order and prefixes.
+func (cfg Config) checkCopies(order []int, prefixes []string, n int) error {
+	if len(cfg.Rows) == 0 {
+		return nil
+	}
+	var total int64
+	for i := range n {
+		if total += cfg.rowCopy(order, prefixes, i); total > cfg.MaxBytes {
+			row, _ := cfg.rowOf(order, i)
+			return budgetError(fmt.Sprintf("the %d requests of a level made of its %d rows would take more than the %d bytes its rows leave of its budget: they pass it at request %d, the row of line %d",
+				n, len(cfg.Rows), cfg.MaxBytes, i+1, row.Line))
+		}
+	}
+	return nil
+}
+
+// budgetError is an ErrBudget with its own words.
+type budgetError string
+
+func (e budgetError) Error() string        { return string(e) }
+func (e budgetError) Is(target error) bool { return target == ErrBudget }
 
 // count returns the prompt's tokens. Without a Counter the synthetic
 // length is exact by construction and other prompts are counted with the

@@ -71,7 +71,7 @@ var benchFlagGroups = []flagGroup{
 	{"Load", []string{"concurrency", "rate", "arrival", "burstiness", "max-concurrency", "requests", "duration", "warmup",
 		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "turns", "think-time", "shard", "start-at",
 		"summary-every", "trace", "trace-format", "trace-speed", "trace-window"}},
-	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "tokenizer", "prefix-tokens",
+	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "dataset-budget", "tokenizer", "prefix-tokens",
 		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
 	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "remeasure", "quant", "gpus", "params", "gguf", "price-in", "price-out",
 		"gpu-hour-price", "server-metrics", "gpu-telemetry", "energy-price"}},

@@ -54,6 +54,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
 	fl.StringVar(&o.Tokenizer, "tokenizer", o.Tokenizer, "tokenizer for prompts and for counting output without usage: cl100k_base, o200k_base, PATH/tokenizer.json, or server (the engine's /tokenize counts prompts)")
 	fl.StringVar(&o.Dataset, "dataset", o.Dataset, "prompts from a file: JSONL ({\"prompt\"} or {\"messages\"}, optional max_tokens), ShareGPT JSON, or plain text to cut prompts from")
 	fl.StringVar(&o.DatasetFormat, "dataset-format", o.DatasetFormat, "auto, jsonl, sharegpt, text")
+	fl.StringVar(&o.DatasetBudget, "dataset-budget", o.DatasetBudget, "the most text --dataset's rows, and the copies of them a level's requests make, may hold in memory; a dataset past it is refused with the line where it passed it")
 	fl.IntVar(&o.PrefixTokens, "prefix-tokens", o.PrefixTokens, "a shared prefix of N tokens before each prompt (added to --input-tokens), to measure prefix caching")
 	fl.IntVar(&o.PrefixGroups, "prefix-groups", o.PrefixGroups, "distinct shared prefixes; request i uses prefix i mod G")
 	fl.IntVar(&o.MinTokens, "min-tokens", o.MinTokens, "send min_tokens (vLLM) so outputs are at least this long (capped at max_tokens)")

@@ -21,6 +21,14 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 	// A row just past the 16 MiB a row may hold (issue 34's was 2 GB).
 	huge := filepath.Join(dir, "huge.jsonl")
 	os.WriteFile(huge, []byte("{\"prompt\": \"ok\"}\n{\"prompt\": \""+strings.Repeat("a", 16<<20)+"\"}\n"), 0o644)
+	// Many rows past the budget of their text (issue 34: bounded per row,
+	// not in total), and rows within it whose copies a level of more
+	// requests than rows would make pass it.
+	row := func(n int) string { return "{\"prompt\": \"" + strings.Repeat("b", n) + "\"}\n" }
+	many := filepath.Join(dir, "many.jsonl")
+	os.WriteFile(many, []byte(strings.Repeat(row(1<<20), 5)), 0o644)
+	two := filepath.Join(dir, "two.jsonl")
+	os.WriteFile(two, []byte(row(512<<10)+row(512<<10)), 0o644)
 	srv := fakellm.New(fakellm.Script{Tokens: 4, Usage: true})
 	defer srv.Close()
 	cases := []struct {
@@ -34,6 +42,13 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 		{[]string{"--dataset", filepath.Join(dir, "none.jsonl")}, "--dataset"},
 		{[]string{"--dataset", huge}, "--dataset: huge.jsonl:2: the row is more than 16777216 bytes"},
 		{[]string{"--dataset", bad, "--dataset-format", "csv"}, "--dataset-format"},
+		{[]string{"--dataset", many, "--dataset-budget", "2MiB"},
+			"--dataset: many.jsonl:3: with this row the rows kept hold 3145728 bytes of text, more than the 2097152 a dataset may hold (its budget); --dataset-budget raises it"},
+		// 2 rows of 512 KiB leave 1 MiB: 8 requests send each row 4 times,
+		// and the fourth request's copy passes it.
+		{[]string{"--dataset", two, "--dataset-budget", "2MiB", "--requests", "8", "--concurrency", "1"},
+			"--dataset: two.jsonl: the 8 requests of a level made of its 2 rows would take more than the 1048576 bytes its rows leave of its budget: they pass it at request 4, the row of line "},
+		{[]string{"--dataset", two, "--dataset-budget", "lots"}, "--dataset-budget: want a size"},
 		{[]string{"--tokenizer", filepath.Join(dir, "tokenizer.json")}, "--tokenizer"},
 		{[]string{"--prefix-groups", "0"}, "--prefix-groups"},
 		{[]string{"--input-tokens", "1k,2k", "--sweep", "auto"}, "--input-tokens"},
