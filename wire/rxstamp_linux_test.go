@@ -18,7 +18,9 @@ func TestReceiveStampIsArrivalNotRead(t *testing.T) {
 	}
 	defer ln.Close()
 	sent := make(chan int64, 1)
+	served := make(chan struct{})
 	go func() {
+		defer close(served)
 		c, err := ln.Accept()
 		if err != nil {
 			return
@@ -28,13 +30,13 @@ func TestReceiveStampIsArrivalNotRead(t *testing.T) {
 		c.Read(b[:]) // the client asked (its socket is set up)
 		sent <- time.Now().UnixNano()
 		c.Write([]byte("hello"))
-		time.Sleep(time.Second)
+		io.Copy(io.Discard, c) // held open until the client closes
 	}()
 	c, err := ReceiveTimestampDialer(nil)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { c.Close(); <-served }()
 	rs, ok := c.(ReceiveStamper)
 	if !ok {
 		t.Skip("kernel refused SO_TIMESTAMPING")
