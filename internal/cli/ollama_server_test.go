@@ -40,9 +40,6 @@ type ollamaServer struct {
 func startOllama(t *testing.T, env ...string) *ollamaServer {
 	t.Helper()
 	bin, models := os.Getenv("TOKBENCH_OLLAMA_BIN"), os.Getenv("TOKBENCH_OLLAMA_MODELS")
-	if bin == "" || models == "" {
-		t.Skip("set TOKBENCH_OLLAMA_BIN and TOKBENCH_OLLAMA_MODELS (.ci/real does)")
-	}
 	logPath := filepath.Join(t.TempDir(), "ollama.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -181,8 +178,10 @@ func warning(lv metrics.Level, prefix string) string {
 // for what it checks: its keep-alive, its queue limit, its runner killed
 // mid-stream, its prompt cache, and tokbench proxy in front of it.
 func TestRealOllamaServer(t *testing.T) {
-	if os.Getenv("TOKBENCH_OLLAMA_MODEL") == "" {
-		t.Skip("set TOKBENCH_OLLAMA_MODEL (.ci/real does)")
+	for _, k := range []string{"TOKBENCH_OLLAMA_BIN", "TOKBENCH_OLLAMA_MODELS", "TOKBENCH_OLLAMA_MODEL"} {
+		if os.Getenv(k) == "" {
+			t.Skip("set TOKBENCH_OLLAMA_BIN, TOKBENCH_OLLAMA_MODELS and TOKBENCH_OLLAMA_MODEL (.ci/real does)")
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
