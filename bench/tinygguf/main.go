@@ -29,6 +29,9 @@ const (
 	align    = 32
 )
 
+// eosToken is the id of "</s>".
+const eosToken = 2
+
 const (
 	embd   = 64
 	layers = 2
@@ -101,7 +104,7 @@ func write(path string, seed uint64) error {
 		{"tokenizer.ggml.scores", tArray, scores},
 		{"tokenizer.ggml.token_type", tArray, types},
 		{"tokenizer.ggml.bos_token_id", tUint32, uint32(1)},
-		{"tokenizer.ggml.eos_token_id", tUint32, uint32(2)},
+		{"tokenizer.ggml.eos_token_id", tUint32, uint32(eosToken)},
 		{"tokenizer.ggml.unknown_token_id", tUint32, uint32(0)},
 		{"general.alignment", tUint32, uint32(align)},
 	}
@@ -152,9 +155,17 @@ func write(path string, seed uint64) error {
 	for _, t := range ts {
 		n := elems(t)
 		norm := strings.HasSuffix(t.name, "norm.weight")
-		for range n {
+		// The end-of-sequence token's output row is zero, so its logit is
+		// 0 where about half the others' lie above: outside the 40 a
+		// server's default top-k keeps, never sampled, every answer runs
+		// to its max_tokens (num_predict).
+		out := t.name == "output.weight"
+		for i := range n {
 			v := float32(1)
-			if !norm {
+			switch {
+			case out && i/embd == eosToken:
+				v = 0
+			case !norm:
 				v = float32(rng.NormFloat64() * 0.05)
 			}
 			w.u32(math.Float32bits(v))
