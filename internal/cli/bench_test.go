@@ -253,9 +253,28 @@ func TestBenchPhysicsMBU(t *testing.T) {
 	if ph == nil {
 		t.Fatal("no physics in the level")
 	}
+	// The truth is what the server did, not its script: a server held off
+	// its core a moment flushes a token late and the next ones on time.
+	// Each stream's decode TPS, (tokens − 1) over its first token chunk to
+	// its last, lies between the figures from their flushes' earliest and
+	// latest instants (a kernel stamp lies between a chunk's flush and its
+	// return, Stream.Off), so the level's median lies between the medians
+	// of those bounds.
+	var lo, hi []float64
+	for _, st := range srv.Streams() {
+		if n := len(st.Flushes); n > 1 {
+			lo = append(lo, float64(n-1)/st.Sent[n-1].Sub(st.Flushes[0]).Seconds())
+			hi = append(hi, float64(n-1)/st.Flushes[n-1].Sub(st.Sent[0]).Seconds())
+		}
+	}
+	if len(lo) != 3 {
+		t.Fatalf("the server streamed %d answers, want 3", len(lo))
+	}
+	slices.Sort(lo)
+	slices.Sort(hi)
 	tps := s.Levels[0].DecodeTPS.P50
-	if tps < 48 || tps > 51 {
-		t.Fatalf("decode TPS p50 = %g, want about 50", tps)
+	if tps < lo[1]*0.999 || tps > hi[1]*1.001 {
+		t.Fatalf("decode TPS p50 = %g, want within the server's own %g–%g (about 50)", tps, lo[1], hi[1])
 	}
 	// Llama 3.1 8B BF16 at 106 tokens of context on one A100 80GB (2.039 TB/s):
 	// bytes per token from the physics package, MBU = bytes × TPS / peak.
