@@ -232,6 +232,11 @@ func (o *options) workload() error {
 	if o.tok, err = tokenize.Open(name); err != nil {
 		return inputErrorf("--tokenizer: %v", err)
 	}
+	// Every workload builds synthetic prompts (datasets too, for the words
+	// put in front of rows sent again): refuse a tokenizer that cannot.
+	if _, err := workload.NewSynthetic(o.tok, o.Seed); err != nil {
+		return inputErrorf("--tokenizer: %v", err)
+	}
 	budget, err := humanize.ParseBytes(o.DatasetBudget)
 	if err != nil || budget == 0 || budget > 1<<62 {
 		return inputErrorf("--dataset-budget: want a size such as 512MiB or 4GiB, got %q", o.DatasetBudget)

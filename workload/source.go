@@ -162,7 +162,9 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 			}
 		default:
 			n := cfg.Input.Sample(rng)
-			if text, err = syn.Prompt(n); err != nil {
+			if prefix != "" {
+				text = syn.Continue(n)
+			} else if text, err = syn.Prompt(n); err != nil {
 				return nil, err
 			}
 			// " w1 … wk" + " u1 … un": every word stays one token.
@@ -359,11 +361,7 @@ func (cfg Config) count(ctx context.Context, req *api.Request, want int, syn *Sy
 		}
 		switch {
 		case got < want && attempt < 4:
-			more, err := syn.Prompt(want - got)
-			if err != nil {
-				return 0, err
-			}
-			msg.Content += more
+			msg.Content += syn.Continue(want - got)
 		case got < want:
 			// Random words may each be two of the server's tokens, and a
 			// word added and dropped in turn need never land on the count:

@@ -21,6 +21,7 @@ import (
 type TraceSource struct {
 	trace *Trace
 	words []string
+	lead  int // what a text of words costs beyond one token a word
 	model string
 	seed  uint64
 
@@ -35,11 +36,11 @@ const maxBlocks = 16 << 10
 // NewTraceSource is the source of t's requests for model, its words
 // single tokens under tok (so lengths are exact), seeded by seed.
 func NewTraceSource(t *Trace, tok tokenize.Tokenizer, model string, seed uint64) (*TraceSource, error) {
-	words := Words(tok)
-	if len(words) < 50 {
-		return nil, fmt.Errorf("tokenizer %s: too few single-token words (%d) for synthetic prompts", tok.Name(), len(words))
+	syn, err := NewSynthetic(tok, seed)
+	if err != nil {
+		return nil, err
 	}
-	s := &TraceSource{trace: t, words: words, model: model, seed: seed, blocks: map[int64]string{}}
+	s := &TraceSource{trace: t, words: syn.words, lead: syn.lead, model: model, seed: seed, blocks: map[int64]string{}}
 	// The words are one token each with their leading space; check that a
 	// prompt of them counts as its length.
 	for i := range t.Requests {
@@ -74,7 +75,7 @@ func (s *TraceSource) Request(i int) (*api.Request, int) {
 	b.Grow(tr.InputTokens * 7)
 	switch {
 	case len(tr.HashIDs) > 0:
-		left := tr.InputTokens
+		left := tr.InputTokens - s.lead // the first block's words cost the lead
 		for _, id := range tr.HashIDs {
 			if left <= 0 {
 				break
@@ -86,9 +87,9 @@ func (s *TraceSource) Request(i int) (*api.Request, int) {
 	case tr.Session != "":
 		h := fnv.New64a()
 		h.Write([]byte(tr.Session))
-		s.writeWords(&b, rand.New(rand.NewPCG(s.seed, h.Sum64())), tr.InputTokens)
+		s.writeWords(&b, rand.New(rand.NewPCG(s.seed, h.Sum64())), tr.InputTokens-s.lead)
 	default:
-		s.writeWords(&b, rand.New(rand.NewPCG(s.seed, 1<<62|uint64(i))), tr.InputTokens)
+		s.writeWords(&b, rand.New(rand.NewPCG(s.seed, 1<<62|uint64(i))), tr.InputTokens-s.lead)
 	}
 	req.Messages = []api.Message{{Role: "user", Content: b.String()}}
 	return req, tr.InputTokens
@@ -100,7 +101,7 @@ func (s *TraceSource) WarmupRequest(i int) (*api.Request, int) {
 	tr := s.trace.Requests[0]
 	n := max(tr.InputTokens, 16)
 	var b strings.Builder
-	s.writeWords(&b, rand.New(rand.NewPCG(s.seed, 1<<61|uint64(i))), n)
+	s.writeWords(&b, rand.New(rand.NewPCG(s.seed, 1<<61|uint64(i))), n-s.lead)
 	return &api.Request{Model: s.model, MaxTokens: tr.OutputTokens, IgnoreEOS: true,
 		Messages: []api.Message{{Role: "user", Content: b.String()}}}, n
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -192,6 +193,7 @@ func TestRealOllamaServer(t *testing.T) {
 	t.Run("runner-killed", func(t *testing.T) { ollamaRunnerKilled(ctx, t) })
 	t.Run("prompt-cache", func(t *testing.T) { ollamaPromptCache(ctx, t) })
 	t.Run("proxy", func(t *testing.T) { ollamaProxy(ctx, t) })
+	t.Run("timing", func(t *testing.T) { ollamaTiming(ctx, t) })
 }
 
 // ollamaKeepAlive: Ollama keeps a model loaded OLLAMA_KEEP_ALIVE (here 1 s)
@@ -572,4 +574,92 @@ func ollamaProxy(ctx context.Context, t *testing.T) {
 		maxGap = max(maxGap, b.TTFTMs-p.TTFTMs)
 	}
 	t.Logf("proxy and bench agree on 6 of 6 requests' tokens and Ollama's timings; bench's TTFT exceeds the proxy's upstream TTFT by at most %.2f ms", maxGap)
+}
+
+// ollamaTiming: bench's TTFT and decode time of each request against
+// Ollama's own durations, within what the same request measured outside
+// them. Ollama's log has each request's handler time H (gin's latency,
+// from the handler's start to its return), its answer load_duration L,
+// prompt_eval_duration P and eval_duration E. The client's time to the
+// answer's end (DoneMs) less H is the request's network share (loopback
+// both ways, writes, reads); H less L+P+E is Ollama's own time outside its
+// counters (template, tokenizing, the hop to its runner, flushes); their
+// sum, DoneMs less L+P+E, is the request's share outside Ollama's
+// counters. Judged per request: the intervals nest (both shares ≥ 0),
+// bench's TTFT is no less than L+P (the first token cannot come before
+// Ollama's prefill ends), and bench's decode time (first to last token)
+// is no more than E plus the share outside. How the rest of that share
+// splits between TTFT and decode is not bounded: the first token reaches
+// the client some milliseconds later than the last does, relative to
+// Ollama's counters, and eval_duration runs on past the last token, so
+// the test logs both differences and does not judge them. The counts
+// always equal Ollama's; the times are judged when internal/busy says the
+// machine let this process run.
+func ollamaTiming(ctx context.Context, t *testing.T) {
+	o := startOllama(t)
+	const n = 8
+	w := busy.Start()
+	run := benchOllama(ctx, t, o.base, "--api", "ollama-chat", "--concurrency", "1", "--requests", strconv.Itoa(n), "--warmup", "0",
+		"--input-tokens", "64", "--output-tokens", "32")
+	lag := w.Stop()
+	if len(run.recs) != n {
+		t.Fatalf("%d records, want %d", len(run.recs), n)
+	}
+	// gin's lines for /api/chat, in the order the handlers returned: one
+	// user, so the order bench sent them in.
+	b, err := os.ReadFile(o.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gin := regexp.MustCompile(`\[GIN\][^|]*\|\s*200\s*\|\s*(\S+)\s*\|[^|]*\|\s*POST\s+"/api/chat"`)
+	var handler []float64
+	for _, m := range gin.FindAllStringSubmatch(string(b), -1) {
+		d, err := time.ParseDuration(strings.ReplaceAll(m[1], "µ", "u"))
+		if err != nil {
+			t.Fatalf("gin's latency %q: %v", m[1], err)
+		}
+		handler = append(handler, float64(d)/1e6)
+	}
+	if len(handler) != n {
+		t.Fatalf("ollama's log has %d answered /api/chat requests, want %d:\n%s", len(handler), n, tail(string(b), 20))
+	}
+	slices.SortFunc(run.recs, func(a, b metrics.Record) int { return a.Start.Compare(b.Start) })
+	judge := lag.Judge(t, "bench's TTFT and decode time against Ollama's durations")
+	var worstTTFT, worstDecode, maxBound float64 // not judged: logged
+	for i, r := range run.recs {
+		s := r.Server
+		if !r.OK || s == nil || s.PromptMs <= 0 || s.PredictedMs <= 0 || len(r.ChunkMs) < 2 {
+			t.Errorf("request %d: ok %v, server timing %+v, %d chunks", i, r.OK, s, len(r.ChunkMs))
+			continue
+		}
+		if r.OutputTokens != s.PredictedTokens || r.InputTokens != s.PromptTokens {
+			t.Errorf("request %d: %d output and %d prompt tokens recorded; Ollama counted eval_count %d, prompt_eval_count %d",
+				i, r.OutputTokens, r.InputTokens, s.PredictedTokens, s.PromptTokens)
+		}
+		network := r.DoneMs - handler[i]
+		own := handler[i] - (s.LoadMs + s.PromptMs + s.PredictedMs)
+		bound := network + own
+		ttftGap := r.TTFTMs - s.TTFTMs()
+		decode := r.ChunkMs[len(r.ChunkMs)-1] - r.ChunkMs[0]
+		decodeGap := decode - s.PredictedMs
+		worstTTFT, worstDecode, maxBound = max(worstTTFT, ttftGap), max(worstDecode, math.Abs(decodeGap)), max(maxBound, bound)
+		t.Logf("request %d: TTFT %.2f ms, Ollama's load %.2f + prefill %.2f ms; decode %.2f ms, Ollama's eval %.2f ms; handler %.2f ms of %.2f: network %.2f, Ollama outside its counters %.2f ms",
+			i, r.TTFTMs, s.LoadMs, s.PromptMs, decode, s.PredictedMs, handler[i], r.DoneMs, network, own)
+		if !judge {
+			continue
+		}
+		if network < 0 || own < 0 {
+			t.Errorf("request %d: the client's %.2f ms to the answer's end, Ollama's handler %.2f ms and its counters %.2f ms do not nest",
+				i, r.DoneMs, handler[i], s.LoadMs+s.PromptMs+s.PredictedMs)
+		}
+		if ttftGap < 0 {
+			t.Errorf("request %d: TTFT %.2f ms, less than Ollama's load+prefill %.2f ms", i, r.TTFTMs, s.TTFTMs())
+		}
+		if decodeGap > bound {
+			t.Errorf("request %d: decode %.2f ms (%d tokens), Ollama's eval_duration %.2f ms: %.2f ms longer, more than the %.2f ms outside Ollama's counters (network %.2f + Ollama's own %.2f)",
+				i, decode, r.OutputTokens, s.PredictedMs, decodeGap, bound, network, own)
+		}
+	}
+	t.Logf("%d requests: bench's TTFT exceeds Ollama's load+prefill by at most %.2f ms, its decode time differs from eval_duration by at most %.2f ms; shares outside Ollama's counters up to %.2f ms (%v)",
+		n, worstTTFT, worstDecode, maxBound, lag)
 }

@@ -29,6 +29,21 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 	os.WriteFile(many, []byte(strings.Repeat(row(1<<20), 5)), 0o644)
 	two := filepath.Join(dir, "two.jsonl")
 	os.WriteFile(two, []byte(row(512<<10)+row(512<<10)), 0o644)
+	// A Llama-2-style tokenizer that knows letters only: no word is one
+	// token, so no prompt of an exact length can be made of words.
+	letters := map[string]int{"<unk>": 0, "▁": 1}
+	for c := 'a'; c <= 'z'; c++ {
+		letters[string(c)] = len(letters)
+	}
+	noWords, _ := json.Marshal(map[string]any{
+		"normalizer": map[string]any{"type": "Sequence", "normalizers": []any{
+			map[string]any{"type": "Prepend", "prepend": "▁"},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"},
+		}},
+		"model": map[string]any{"type": "BPE", "vocab": letters, "merges": []string{}, "unk_token": "<unk>"},
+	})
+	letterTok := filepath.Join(dir, "letters.json")
+	os.WriteFile(letterTok, noWords, 0o644)
 	srv := fakellm.New(fakellm.Script{Tokens: 4, Usage: true})
 	defer srv.Close()
 	cases := []struct {
@@ -50,6 +65,8 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 			"--dataset: two.jsonl: the 8 requests of a level made of its 2 rows would take more than the 1048576 bytes its rows leave of its budget: they pass it at request 4, the row of line "},
 		{[]string{"--dataset", two, "--dataset-budget", "lots"}, "--dataset-budget: want a size"},
 		{[]string{"--tokenizer", filepath.Join(dir, "tokenizer.json")}, "--tokenizer"},
+		{[]string{"--tokenizer", letterTok}, "letters.json: no exact synthetic prompts: 0 of 208 common English words have a known token count, 50 needed"},
+		{[]string{"--tokenizer", letterTok, "--dataset", two}, "--tokenizer: tokenizer "},
 		{[]string{"--prefix-groups", "0"}, "--prefix-groups"},
 		{[]string{"--input-tokens", "1k,2k", "--sweep", "auto"}, "--input-tokens"},
 	}
