@@ -387,3 +387,25 @@ func TestJSONLRowsReadAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONLTextAsEncodingJSON: bytes that are not UTF-8 and lone UTF-16
+// surrogate escapes read as encoding/json reads them (U+FFFD), which
+// fastjson alone does not (FuzzJSONL found the first).
+func TestJSONLTextAsEncodingJSON(t *testing.T) {
+	for _, line := range []string{`{"prompt":"a\ud800b"}`, `{"prompt":"\udc00"}`, `{"prompt":"\ud83d\ude00 ok"}`,
+		"{\"prompt\":\"\xff\xfe x\"}", "{\"prompt\":\"\xf1\"}", `{"prompt":"\ud800\ud800"}`,
+		`{"messages":[{"role":"user","content":"x\udfff"}]}`, `{"prompt":"a \\ud800 literal"}`} {
+		var want struct {
+			Prompt   string
+			Messages []api.Message
+		}
+		if err := json.Unmarshal([]byte(line), &want); err != nil {
+			t.Fatal(err)
+		}
+		var p fastjson.Parser
+		got, err := parseJSONLRow(&p, []byte(line), "f.jsonl", 1)
+		if err != nil || got.Prompt != want.Prompt || len(got.Messages) != len(want.Messages) || len(want.Messages) > 0 && got.Messages[0].Content != want.Messages[0].Content {
+			t.Errorf("%s: read %+v (%v), encoding/json reads %+v", line, got, err, want)
+		}
+	}
+}

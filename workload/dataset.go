@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -351,6 +353,19 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 	bad := func(field, format string, args ...any) (Row, error) {
 		return Row{}, &RowError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
+	if surrogateEscape.Match(b) {
+		// fastjson reads a lone UTF-16 surrogate escape differently from
+		// encoding/json (U+FFFD): such a rare line goes through
+		// encoding/json first, and its re-encoding is read.
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var a any
+		if err := d.Decode(&a); err == nil {
+			if nb, err := json.Marshal(a); err == nil {
+				b = nb
+			}
+		}
+	}
 	v, err := p.ParseBytes(b)
 	if err != nil {
 		return bad("", "invalid JSON: %v", err)
@@ -411,7 +426,7 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 				if err != nil {
 					return bad("messages", want)
 				}
-				*f.dst = string(sb)
+				*f.dst = jsonText(sb)
 			}
 		}
 		for i, m := range row.Messages {
@@ -424,7 +439,7 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 		if err != nil {
 			return bad("prompt", "want a string")
 		}
-		row.Prompt = string(sb)
+		row.Prompt = jsonText(sb)
 		if strings.TrimSpace(row.Prompt) == "" {
 			return bad("prompt", "is empty")
 		}
@@ -440,6 +455,28 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 		row.MaxTokens = n
 	}
 	return row, nil
+}
+
+// surrogateEscape finds a UTF-16 surrogate's \u escape in a line.
+var surrogateEscape = regexp.MustCompile(`\\u[dD][89a-fA-F]`)
+
+// jsonText is a JSON string's bytes as encoding/json gives them: each
+// byte that is not UTF-8 becomes U+FFFD (fastjson keeps it as it was).
+func jsonText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return string(out)
 }
 
 // lineCounter remembers where the newlines of a stream are, so an offset
