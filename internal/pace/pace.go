@@ -14,7 +14,7 @@
 // wake-ups run milliseconds late is met too) and a Spinner waits the rest
 // awake. Wake stops at the early instant, so that the rest can be waited
 // by whoever acts at the instant (the goroutine that sends a request,
-// after it prepared what it can); Until waits the rest itself. The lead is
+// after it prepared what it can) on the pacer's Spinner. The lead is
 // at most a quarter of the time between instants: a processor that spins
 // never polls the network (Go's scheduler polls it when a processor runs
 // out of work, else every 10 ms), and at instants that close the
@@ -124,16 +124,6 @@ func NewPacer() *Pacer {
 
 // Close releases the pacer's timer.
 func (p *Pacer) Close() { p.t.Close() }
-
-// Until returns at due, or as soon after as the machine let it; false if
-// stop closed first.
-func (p *Pacer) Until(stop <-chan struct{}, due time.Time) bool {
-	if !p.Wake(stop, due) {
-		return false
-	}
-	p.spin.Until(due)
-	return true
-}
 
 // Wake returns ahead of due by the pacer's lead (or, when the machine woke
 // it late, as soon after as it could), for the rest to be waited on

@@ -9,17 +9,19 @@ import (
 	"time"
 )
 
-// TestPacerNeverEarly: whatever its lead, the pacer returns at or after
-// each instant, never before, over instants near and far apart.
+// TestPacerNeverEarly: whatever its lead, a wait woken by the pacer and
+// finished on its Spinner returns at or after each instant, never before,
+// over instants near and far apart.
 func TestPacerNeverEarly(t *testing.T) {
 	p := NewPacer()
 	defer p.Close()
 	due := time.Now()
 	for i := range 300 {
 		due = due.Add(time.Duration(50+(i*7919)%3000) * time.Microsecond)
-		if !p.Until(nil, due) {
-			t.Fatal("Until reported a stop with no stop channel")
+		if !p.Wake(nil, due) {
+			t.Fatal("Wake reported a stop with no stop channel")
 		}
+		p.Spinner().Until(due)
 		if now := time.Now(); now.Before(due) {
 			t.Fatalf("wait %d returned %v before its instant", i, due.Sub(now))
 		}
@@ -186,14 +188,22 @@ func TestCalibrate(t *testing.T) {
 	p := NewPacer()
 	defer p.Close()
 	p.Calibrate(settle, time.Second)
-	if p.Lead() != maxLead || p.nLate != settle || len(p.Wakes()) != 0 {
-		t.Errorf("after calibrating for 1 s gaps: lead %v (want %v), %d wake-ups measured (want %d), %d kept (want 0)", p.Lead(), maxLead, p.nLate, settle, len(p.Wakes()))
+	if p.Lead() != maxLead || p.nLate > settle || len(p.Wakes()) != 0 {
+		t.Errorf("after calibrating for 1 s gaps: lead %v (want %v), %d wake-ups measured (want at most %d), %d kept (want 0)", p.Lead(), maxLead, p.nLate, settle, len(p.Wakes()))
 	}
 	q := NewPacer()
 	defer q.Close()
 	q.Calibrate(settle, time.Millisecond)
-	want := min(max(slices.Max(q.late[:settle])+leadPad, minLead), maxLead)
+	// A process kept off its core between setting a 1 ms sleep and
+	// starting it finds it passed and measures nothing: then the lead has
+	// not settled and stays where it started.
+	want := maxLead
+	if q.nReal >= settle {
+		want = min(max(slices.Max(q.late[:min(q.nLate, lateRing)])+leadPad, minLead), maxLead)
+	} else {
+		t.Logf("%d of %d calibration sleeps started in time (a busy machine)", q.nReal, settle)
+	}
 	if q.Lead() != want || len(q.Wakes()) != 0 {
-		t.Errorf("after calibrating for 1 ms gaps: lead %v, want %v (the latest of %d wake-ups and the margin); %d kept, want 0", q.Lead(), want, settle, len(q.Wakes()))
+		t.Errorf("after calibrating for 1 ms gaps: lead %v, want %v (the latest of %d wake-ups and the margin); %d kept, want 0", q.Lead(), want, q.nLate, len(q.Wakes()))
 	}
 }
