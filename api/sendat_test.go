@@ -24,10 +24,12 @@ func TestSendAt(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	cl := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1", StallTimeout: 20 * time.Millisecond}
+	cl := &Client{HTTP: srv.Client(), Adapter: OpenAI{Chat: true}, BaseURL: srv.URL + "/v1", StallTimeout: 200 * time.Millisecond}
 	prep := cl.Prepare(&Request{Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: 4})
 
-	at := time.Now().Add(60 * time.Millisecond)
+	// The wait is twice --stall-timeout; the answer, on loopback, comes
+	// well inside it even on a busy machine.
+	at := time.Now().Add(400 * time.Millisecond)
 	var waited []time.Time
 	wait := func(due time.Time) {
 		waited = append(waited, due)
@@ -35,7 +37,7 @@ func TestSendAt(t *testing.T) {
 	}
 	resp := cl.DoPrepared(SendAt(context.Background(), at, wait), prep)
 	if resp.Failed() {
-		t.Fatalf("the request failed: %s %s (a wait of 60 ms longer than --stall-timeout's 20 ms must not count)", resp.ErrorClass, resp.Error)
+		t.Fatalf("the request failed: %s %s (a wait of 400 ms, longer than --stall-timeout's 200 ms, must not count)", resp.ErrorClass, resp.Error)
 	}
 	if len(waited) != 1 || !waited[0].Equal(at) {
 		t.Fatalf("wait was called with %v, want once with the instant %v", waited, at)
