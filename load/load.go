@@ -245,6 +245,9 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	res := Result{Records: recs, Dropped: dropped, Level: acc.Level(wall.Seconds())}
 	res.Level.Client = health
 	res.Level.Pacer = pacer
+	if pacer != nil && pacer.LateBy != nil {
+		res.Level.Warnings = append(res.Level.Warnings, "late sends by cause: "+pacer.LateBy.String()+" (pacer.late_by in docs/metrics.md)")
+	}
 	r.LearnDuration(recs)
 	switch {
 	case lv.Load.Mode == metrics.ModeRate || lv.users() <= 1:

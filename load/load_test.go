@@ -342,6 +342,7 @@ func TestOpenLoopExposesCoordinatedOmission(t *testing.T) {
 	defer srv.Close()
 	r := newRunner(t, srv)
 	lv := Level{Load: metrics.Load{Mode: "rate", RateRPS: 100, Arrival: ArrivalConstant}, Requests: 8, MaxInFlight: 1}
+	watch := busy.Start()
 	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +361,20 @@ func TestOpenLoopExposesCoordinatedOmission(t *testing.T) {
 	}
 	if lvl.E2ESched.Max < lvl.E2E.Max+300 {
 		t.Errorf("E2E from schedule max %.1f vs plain %.1f", lvl.E2ESched.Max, lvl.E2E.Max)
+	}
+	// Every late send is counted under one cause, and the in-flight cap
+	// held requests 1-7 each some 48 ms: far more than a write or a wake
+	// of a machine that let the process run costs.
+	p := lvl.Pacer
+	if p == nil || p.LateBy == nil {
+		t.Fatalf("pacer %+v: want late sends counted by cause", p)
+	}
+	by := *p.LateBy
+	if sum := by.Wake + by.Start + by.Wait + by.Write; sum != lvl.LateSends || lvl.LateSends < 7 {
+		t.Errorf("late_by %+v sums to %d; late sends %d, want 7 or 8 and equal", by, sum, lvl.LateSends)
+	}
+	if lag := watch.Stop(); lag.Judge(t, "the causes of the late sends") && by.Start < 7 {
+		t.Errorf("late_by %+v: the in-flight cap's waits are the start's, want start ≥ 7", by)
 	}
 }
 

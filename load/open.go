@@ -75,6 +75,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	spare := r.keepSpare(helperCtx, lv, start, offsets, &helpers)
 	var wg sync.WaitGroup
 	var lastEnd atomic.Int64
+	var lateBy lateCounts
 sending:
 	for _, off := range offsets {
 		if r.abort.Load() {
@@ -85,9 +86,11 @@ sending:
 		if !ok {
 			break sending
 		}
+		reached := time.Now()
 		if !pacer.Wake(ctx.Done(), due) {
 			break sending
 		}
+		woke := time.Now()
 		if slots != nil {
 			select {
 			case <-ctx.Done():
@@ -101,11 +104,20 @@ sending:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec := r.one(api.SendAt(reqCtx, due, spin.Until), idx, start, b)
+			steps := sendSteps{due: due, reached: reached, woke: woke, began: time.Now()}
+			wait := func(at time.Time) {
+				spin.Until(at)
+				steps.waited = time.Now()
+			}
+			rec := r.one(api.SendAt(reqCtx, due, wait), idx, start, b)
 			// actual t0 − scheduled instant, of the first attempt: a
 			// retry's wait (--retry) is the server's doing, not the client
 			// sending late, and is in the record as retry_wait_ms.
 			rec.QueueMs = ms(rec.Start.Sub(due)) - rec.RetryWaitMs
+			if late := rec.LateMs(); rec.OK && late > metrics.LateSendMs && !steps.waited.IsZero() {
+				steps.wrote = rec.Start.Add(-time.Duration(rec.RetryWaitMs * float64(time.Millisecond)))
+				lateBy.add(steps.cause(late))
+			}
 			if slots != nil {
 				<-slots
 			}
@@ -116,7 +128,7 @@ sending:
 	}
 	wall := time.Since(start)
 	wg.Wait()
-	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds(), SpareOpened: spare.Load()}
+	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds(), SpareOpened: spare.Load(), LateBy: lateBy.summary()}
 	if wall > 0 {
 		p.CPUShare = pacer.Busy().Seconds() / wall.Seconds()
 	}

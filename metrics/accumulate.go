@@ -209,15 +209,7 @@ func (a *Accumulator) Add(r *Record) {
 		a.perChunk.Add(k)
 	}
 	if a.load.Mode == ModeRate {
-		// Late is the client's lateness: the queue less the request's own
-		// connection set-up, which is in QueueMs (t0 is on an open
-		// connection) and in the latency from the scheduled instant, but
-		// is no late send.
-		late := r.QueueMs
-		if p := r.Phases; p != nil {
-			late -= p.ConnWaitMs
-		}
-		if late > 1 {
+		if r.LateMs() > LateSendMs {
 			lv.LateSends++
 		}
 		a.queue.Add(r.QueueMs)

@@ -6,6 +6,22 @@ import (
 	"time"
 )
 
+// LateSendMs is how late after its scheduled instant a send must go out
+// to count as a late send (LateMs).
+const LateSendMs = 1
+
+// LateMs is the client's lateness in sending an open-loop request: its
+// queue less its own connection set-up, which is in QueueMs (t0 is on an
+// open connection) and in the latency from the scheduled instant, but is
+// no late send.
+func (r *Record) LateMs() float64 {
+	late := r.QueueMs
+	if p := r.Phases; p != nil {
+		late -= p.ConnWaitMs
+	}
+	return late
+}
+
 // Token sources: where a record's output token count came from.
 const (
 	SourceUsage     = "usage"     // the server's usage report

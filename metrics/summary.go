@@ -321,4 +321,23 @@ type Pacer struct {
 	// needed them, while the level ran; Connections.Opened those a send
 	// still had to open itself.
 	SpareOpened int64 `json:"spare_opened"`
+	// LateBy counts the level's late sends (LateSends) by the step of
+	// their way to the wire that added most to their lateness.
+	LateBy *LateBy `json:"late_by,omitempty"`
+}
+
+// LateBy counts late sends by cause: the pacer woke after the instant
+// (Wake); the send's goroutine began late, or waited for --max-in-flight
+// (Start); its last wait, awake, ended late because its thread lost the
+// processor (Wait); or the write itself took the time (Write).
+type LateBy struct {
+	Wake  int `json:"wake"`
+	Start int `json:"start"`
+	Wait  int `json:"wait"`
+	Write int `json:"write"`
+}
+
+// String names the counts, for a warning.
+func (b LateBy) String() string {
+	return fmt.Sprintf("the pacer woke late %d, the send began late %d, its wait ended late %d, the write was slow %d", b.Wake, b.Start, b.Wait, b.Write)
 }
