@@ -16,18 +16,20 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/pace"
 )
 
 // bareSend is the send scenarios' floor: the most exact sender this
 // machine allows, with none of tokbench in it. A goroutine locked to its
-// thread spins, never sleeping or yielding, to each instant of the
-// scenario's schedule and writes a request made once ahead on one of enough
-// pre-opened connections; a reader per connection takes the server's
-// kernel receive stamp of each request from its answer. Its lateness on
-// the wire, measured the way the send scenarios measure tokbench's, is
-// what the machine (its host's stalls, the kernel, loopback) costs a send
-// that nothing in the client delays.
-func (h *harness) bareSend(offsets []time.Duration, src source) (*Spread, error) {
+// thread waits for each instant of the scenario's schedule (wait: spinning
+// to it, or sleeping until shortly before it and spinning the rest) and
+// writes a request made once ahead on one of enough pre-opened
+// connections; a reader per connection takes the server's kernel receive
+// stamp of each request from its answer. Its lateness on the wire,
+// measured the way the send scenarios measure tokbench's, is what the
+// machine (its host's stalls, the kernel, loopback) costs a send that
+// nothing in the client delays.
+func (h *harness) bareSend(offsets []time.Duration, src source, wait func(due time.Time)) (*Spread, error) {
 	req, _ := src.Request(0)
 	hreq, err := api.OpenAI{Chat: true}.NewHTTPRequest(context.Background(), h.base, req)
 	if err != nil {
@@ -92,8 +94,7 @@ func (h *harness) bareSend(offsets []time.Duration, src source) (*Spread, error)
 		start := time.Now().Add(50 * time.Millisecond)
 		for _, off := range offsets {
 			due := start.Add(off - offsets[0])
-			for time.Now().Before(due) {
-			}
+			wait(due)
 			// A send that finds every connection busy (answers slowed by a
 			// busy machine) waits for one, and is as late as that made it.
 			var c *bareConn
@@ -136,6 +137,28 @@ func (h *harness) bareSend(offsets []time.Duration, src source) (*Spread, error)
 		late[i] = float64(arrivals[i]-dues[i]) / 1e6
 	}
 	return spread(late), nil
+}
+
+// spinTo waits for due spinning, never sleeping or yielding: the
+// spinning floor.
+func spinTo(due time.Time) {
+	for time.Now().Before(due) {
+	}
+}
+
+// sleepLead is how early before each instant the sleeping floor wakes to
+// spin the rest.
+const sleepLead = time.Millisecond
+
+// sleepThenSpin returns a wait that sleeps on the precise timer (the one
+// tokbench's pacer sleeps on) until sleepLead before due, then spins: the
+// floor of a sender that sleeps between instants, as tokbench does,
+// rather than holding a core.
+func sleepThenSpin(t *pace.Timer) func(time.Time) {
+	return func(due time.Time) {
+		t.Until(nil, due.Add(-sleepLead))
+		spinTo(due)
+	}
 }
 
 type bareConn struct {

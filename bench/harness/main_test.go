@@ -231,6 +231,9 @@ func TestHarnessSends(t *testing.T) {
 	if b := s.BareLate; b == nil || b.N != 400 || b.Min < -0.05 {
 		t.Errorf("send 100/s: the bare sender's floor = %+v, want 400 sends, none early", b)
 	}
+	if b := s.SleepLate; b == nil || b.N != 400 || b.Min < -0.05 {
+		t.Errorf("send 100/s: the sleeping floor = %+v, want 400 sends, none early", b)
+	}
 	t.Logf("%s", stdout)
 }
 

@@ -23,7 +23,11 @@ type Sends struct {
 	WireLate *Spread `json:"send_late_wire,omitempty"`
 	// BareLate is the floor beside it: a bare sender's lateness on the
 	// wire at the same rate (bareSend), nothing of tokbench in it.
-	BareLate    *Spread `json:"bare_send_late_wire,omitempty"`
+	BareLate *Spread `json:"bare_send_late_wire,omitempty"`
+	// SleepLate is the floor of a sender that sleeps between instants, as
+	// tokbench's pacer does: the bare sender sleeping on the precise timer
+	// until 1 ms before each instant, then spinning.
+	SleepLate   *Spread `json:"bare_sleeping_send_late_wire,omitempty"`
 	Over05      int     `json:"sends_over_0_5ms,omitempty"`
 	Over1       int     `json:"sends_over_1ms,omitempty"`
 	Unmatched   int     `json:"sends_unmatched,omitempty"`
@@ -32,6 +36,8 @@ type Sends struct {
 	WakeP99Ms   float64 `json:"pacer_wake_late_p99_ms,omitempty"`
 	SpareOpened int64   `json:"spare_opened,omitempty"`
 	DialsOnSend int     `json:"dials_on_send,omitempty"`
+	// LateBy is tokbench's own count of its late sends by cause.
+	LateBy *metrics.LateBy `json:"late_by,omitempty"`
 	// The ticker scenario: a bare Go ticker (time.Sleep to each instant of
 	// a 5 ms schedule), the precise timer tokbench's self-check uses, both
 	// alone in the process, and the self-check's own figures at one user.
@@ -155,7 +161,7 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 	}
 	s.WireLate = spread(late)
 	if p := res.Level.Pacer; p != nil {
-		s.LeadMs, s.PacerShare, s.SpareOpened = p.LeadMs, p.CPUShare, p.SpareOpened
+		s.LeadMs, s.PacerShare, s.SpareOpened, s.LateBy = p.LeadMs, p.CPUShare, p.SpareOpened, p.LateBy
 		if p.WakeLateMs != nil {
 			s.WakeP99Ms = p.WakeLateMs.P99
 		}
@@ -174,7 +180,12 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 	if !ok {
 		sc = source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}
 	}
-	if s.BareLate, err = h.bareSend(scheduleOf(lv), sc); err != nil {
+	if s.BareLate, err = h.bareSend(scheduleOf(lv), sc, spinTo); err != nil {
+		return out, err
+	}
+	pt := pace.NewTimer()
+	defer pt.Close()
+	if s.SleepLate, err = h.bareSend(scheduleOf(lv), sc, sleepThenSpin(pt)); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -245,6 +256,12 @@ func printSends(w io.Writer, s *Sends) {
 			l.P50, l.P99, l.Max, l.Min, l.N, s.Over05, s.Over1, s.Unmatched)
 		if b := s.BareLate; b != nil {
 			fmt.Fprintf(w, "        the floor, a bare sender spinning to each instant: late p50 %.3f p99 %.3f max %.3f ms (%d sends)\n", b.P50, b.P99, b.Max, b.N)
+		}
+		if b := s.SleepLate; b != nil {
+			fmt.Fprintf(w, "        the sleeping floor, a bare sender sleeping to 1 ms before each instant: late p50 %.3f p99 %.3f max %.3f ms (%d sends)\n", b.P50, b.P99, b.Max, b.N)
+		}
+		if b := s.LateBy; b != nil {
+			fmt.Fprintf(w, "        tokbench's late sends by cause: %v\n", *b)
 		}
 		fmt.Fprintf(w, "        pacer: lead %.3f ms, wake-up late p99 %.3f ms, CPU %.1f%% of a core; connections: %d spare opened, %d dialled by a send\n",
 			s.LeadMs, s.WakeP99Ms, 100*s.PacerShare, s.SpareOpened, s.DialsOnSend)
