@@ -391,9 +391,11 @@ func TestBenchSLOCapacityOneCommand(t *testing.T) {
 
 func TestBenchSweepAuto(t *testing.T) {
 	srv := degrading(t)
+	watch := busy.Start()
 	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL, "--model", "m",
 		"--sweep", "auto", "--requests", "16", "--warmup", "0", "--output-tokens", "10",
 		"--slo", "tps_p5>=57", "--format", "json")
+	lag := watch.Stop()
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -416,13 +418,26 @@ func TestBenchSweepAuto(t *testing.T) {
 		seen[c] = true
 		got = append(got, c)
 	}
-	// summary.json stores the levels in load order, whatever order they ran in.
-	if len(got) < 6 || len(got) > 9 || !slices.IsSorted(got) || got[0] != 1 || !seen[2] || !seen[4] || !seen[8] {
-		t.Fatalf("sweep levels = %v, want doubling from 1 then two refinements, in load order", got)
+	// summary.json stores the levels in load order, whatever order they
+	// ran in, and the sweep ends between two adjacent user counts: always.
+	if len(got) < 3 || !slices.IsSorted(got) || got[0] != 1 {
+		t.Fatalf("sweep levels = %v, want doubling from 1 then refinements, in load order", got)
 	}
 	c := s.Capacity
-	if c == nil || c.FirstFailing-c.MeasuredPassing != 1 || c.Value < 3 || c.Value > 5 {
-		t.Errorf("capacity = %+v, want adjacent pass/fail levels around 4 users", c)
+	if c == nil || c.FirstFailing-c.MeasuredPassing != 1 {
+		t.Fatalf("capacity = %+v, want adjacent pass/fail levels", c)
+	}
+	// Where the sweep went is the streams' speed: judged when the machine
+	// let the process run (a busy one slows the streams, and the capacity
+	// falls with them).
+	if !lag.Judge(t, "the sweep's levels and capacity") {
+		return
+	}
+	if len(got) < 6 || len(got) > 9 || !seen[2] || !seen[4] || !seen[8] {
+		t.Errorf("sweep levels = %v, want doubling from 1 to 8 then two refinements", got)
+	}
+	if c.Value < 3 || c.Value > 5 {
+		t.Errorf("capacity = %+v, want around 4 users", c)
 	}
 }
 

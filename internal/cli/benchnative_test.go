@@ -23,9 +23,11 @@ import (
 func TestBenchEmbeddedEveryProtocol(t *testing.T) {
 	for _, name := range []string{"openai-chat", "openai-completions", "anthropic", "ollama", "ollama-generate", "llamacpp", "tgi"} {
 		t.Run(name, func(t *testing.T) {
+			watch := busy.Start()
 			code, stdout, stderr := runCLI(context.Background(), map[string]string{"ANTHROPIC_API_KEY": "sk-ant-sim-123456"},
 				"bench", "--api", name, "--concurrency", "2", "--requests", "4", "--warmup", "0",
 				"--output-tokens", "16", "--ignore-eos", "--format", "json")
+			lag := watch.Stop()
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -45,9 +47,13 @@ func TestBenchEmbeddedEveryProtocol(t *testing.T) {
 			}
 			if g := lv.ClientMinusServer; g != nil {
 				// The client reads what the server wrote a moment later: its
-				// TTFT is at least the server's, by under 50 ms on loopback.
-				if g.TTFTMs == nil || g.TTFTMs.Min < 0 || g.TTFTMs.P50 > 50 {
-					t.Errorf("client − server TTFT %+v", g.TTFTMs)
+				// TTFT is at least the server's, always, and later by under
+				// 50 ms on loopback when the machine let the process run.
+				if g.TTFTMs == nil || g.TTFTMs.Min < 0 {
+					t.Fatalf("client − server TTFT %+v, want the client's at least the server's", g.TTFTMs)
+				}
+				if g.TTFTMs.P50 > 50 && lag.Judge(t, "the client's TTFT over the server's") {
+					t.Errorf("client − server TTFT p50 %.1f ms, want under 50 on loopback", g.TTFTMs.P50)
 				}
 			}
 		})
