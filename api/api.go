@@ -234,6 +234,10 @@ type ServerTiming struct {
 	PromptTokens, PredictedTokens int
 	CachedTokens                  *int
 	EvaluatedOnly                 bool
+	// FirstTokenAt and LastTokenAt are the server's own instants of its
+	// first and last token-carrying lines, on its clock (Ollama's
+	// created_at); zero where it gave none.
+	FirstTokenAt, LastTokenAt time.Time
 }
 
 type sendAtKey struct{}

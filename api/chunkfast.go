@@ -339,6 +339,13 @@ func (h *hot) ollama(data []byte, f *ollamaFields) bool {
 			i = 1
 		case "thinking":
 			i = 2
+		case "created_at":
+			raw, isStr, ok := h.scalar()
+			if !ok || !isStr || f.createdAt != nil {
+				return false
+			}
+			f.createdAt = raw
+			return true
 		case "done":
 			raw, _, ok := h.scalar()
 			if !ok || seen[3] || string(raw) != "false" {

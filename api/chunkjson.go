@@ -249,6 +249,7 @@ func (r *reader) array(o *fastjson.Value, key string) []*fastjson.Value {
 // ollamaFields is what Decode reads from one Ollama line.
 type ollamaFields struct {
 	text, thinking []byte // message.content and .thinking, or response and thinking
+	createdAt      []byte // the server's instant of the line, RFC 3339
 	done           bool
 	doneReason     []byte
 	err            []byte
@@ -295,6 +296,7 @@ func (d *ollamaDecoder) slow(data []byte) error {
 		f.text, _ = r.str(v, "response")
 		f.thinking, _ = r.str(v, "thinking")
 	}
+	f.createdAt, _ = r.str(v, "created_at")
 	f.done = r.bool(v, "done")
 	f.doneReason, _ = r.str(v, "done_reason")
 	f.err, _ = r.str(v, "error")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/tokbench/tokbench/sse"
 )
@@ -12,7 +13,8 @@ import (
 // /api/generate, streamed as newline-delimited JSON. The final object
 // (done true) carries token counts and the server's own timing in
 // nanoseconds (load_duration, prompt_eval_duration, eval_duration), which
-// Decode records as ServerTiming. The base URL is the bare host.
+// Decode records as ServerTiming, with the created_at stamps of the first
+// and last token lines. The base URL is the bare host.
 type Ollama struct {
 	Chat bool
 }
@@ -53,6 +55,11 @@ func (o Ollama) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 func (Ollama) Decode(body io.Reader, resp *Response) {
 	var d ollamaDecoder
 	defer d.p.release()
+	// The server's stamps of the first and the last token lines: the
+	// first is read at once, the last kept as bytes until the answer ends.
+	var first time.Time
+	var last [64]byte
+	nLast := 0
 	decodeLines(body, resp, func(l sse.Line) bool {
 		if err := d.decode(l.Data); err != nil {
 			resp.fail(ClassMalformedStream, "event is not valid JSON: %v", err)
@@ -63,7 +70,13 @@ func (Ollama) Decode(body io.Reader, resp *Response) {
 			resp.fail(ClassStreamError, "server error in stream: %s", shorten(string(o.err)))
 			return false
 		}
-		addChunk(resp, l.At, validString(o.text), validString(o.thinking))
+		if len(o.text) > 0 || len(o.thinking) > 0 {
+			addChunk(resp, l.At, validString(o.text), validString(o.thinking))
+			if first.IsZero() {
+				first = ollamaTime(o.createdAt)
+			}
+			nLast = copy(last[:], o.createdAt)
+		}
 		if !o.done {
 			return false
 		}
@@ -85,8 +98,20 @@ func (Ollama) Decode(body io.Reader, resp *Response) {
 			st.PrefillTPS = float64(o.promptEvalCount) / (float64(o.promptEvalDuration) / 1e9)
 		}
 		if o.evalDuration > 0 || o.promptEvalDuration > 0 {
+			if !first.IsZero() {
+				st.FirstTokenAt, st.LastTokenAt = first, ollamaTime(last[:nLast])
+			}
 			resp.Server = st
 		}
 		return true
 	})
+}
+
+// ollamaTime reads a line's created_at; zero when it is not RFC 3339.
+func ollamaTime(b []byte) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

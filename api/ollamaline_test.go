@@ -15,9 +15,9 @@ import (
 // same with the decoder.
 func checkOllamaLine(t *testing.T, d *ollamaDecoder, data []byte) {
 	t.Helper()
-	fields := func(f *ollamaFields) [10]any {
+	fields := func(f *ollamaFields) [11]any {
 		return [...]any{validString(f.text), validString(f.thinking), f.done, string(f.doneReason), string(f.err),
-			f.loadDuration, f.promptEvalCount, f.promptEvalDuration, f.evalCount, f.evalDuration}
+			f.loadDuration, f.promptEvalCount, f.promptEvalDuration, f.evalCount, f.evalDuration, validString(f.createdAt)}
 	}
 	if d.h.ollama(data, &d.f) {
 		fast := fields(&d.f)
@@ -41,7 +41,7 @@ func checkOllamaLine(t *testing.T, d *ollamaDecoder, data []byte) {
 		text, thinking = want.Message.Content, want.Message.Thinking
 	}
 	exp := [...]any{text, thinking, want.Done, want.DoneReason, want.Error,
-		want.LoadDuration, want.PromptEvalCount, want.PromptEvalDuration, want.EvalCount, want.EvalDuration}
+		want.LoadDuration, want.PromptEvalCount, want.PromptEvalDuration, want.EvalCount, want.EvalDuration, want.CreatedAt}
 	for _, path := range []string{"decode", "slow"} {
 		if path == "decode" {
 			err = d.decode(canon)

@@ -105,6 +105,7 @@ func decodeChunkStd(data []byte, f *chunkFields) error {
 // the ollamaDecoder must agree with.
 type ollamaLine struct {
 	Message            *ollamaMessage `json:"message"`
+	CreatedAt          string         `json:"created_at"`
 	Response           string         `json:"response"`
 	Thinking           string         `json:"thinking"`
 	Done               bool           `json:"done"`

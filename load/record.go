@@ -47,7 +47,7 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		FinishReason:          resp.Finish,
 		InputTokensRequested:  info.InputTokensRequested,
 		OutputTokensRequested: info.OutputTokensRequested,
-		Server:                serverTiming(resp.Server),
+		Server:                serverTiming(resp.Server, resp.Start),
 		Phases:                phases(resp),
 	}
 	if resp.Failed() {
@@ -234,14 +234,21 @@ func chunkCount(tok tokenize.Tokenizer, s string, usage bool) int {
 	return tok.Count(s)
 }
 
-// serverTiming is the record's copy of the server's own timing.
-func serverTiming(t *api.ServerTiming) *metrics.ServerTiming {
+// serverTiming is the record's copy of the server's own timing; t0 is
+// the request's.
+func serverTiming(t *api.ServerTiming, t0 time.Time) *metrics.ServerTiming {
 	if t == nil {
 		return nil
 	}
-	return &metrics.ServerTiming{
+	st := &metrics.ServerTiming{
 		PromptMs: t.PromptMs, PredictedMs: t.PredictedMs, DecodeTPS: t.DecodeTPS, PrefillTPS: t.PrefillTPS,
 		LoadMs: t.LoadMs, PromptTokens: t.PromptTokens, PredictedTokens: t.PredictedTokens,
 		CachedTokens: t.CachedTokens, EvaluatedOnly: t.EvaluatedOnly,
 	}
+	if !t.FirstTokenAt.IsZero() && !t.LastTokenAt.IsZero() {
+		// Wall clocks: the server's stamps carry no monotonic reading.
+		wall := t0.Round(0)
+		st.FirstTokenMs, st.LastTokenMs = ms(t.FirstTokenAt.Sub(wall)), ms(t.LastTokenAt.Sub(wall))
+	}
+	return st
 }

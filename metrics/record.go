@@ -150,6 +150,14 @@ type ServerTiming struct {
 	// server evaluated for this request (llama.cpp's timings), so the rest
 	// of the prompt came from its cache.
 	EvaluatedOnly bool `json:"-"`
+	// FirstTokenMs and LastTokenMs are the server's own instants of its
+	// first and last token-carrying chunks (Ollama's created_at), less
+	// t0, on the server's wall clock against the client's: on one machine
+	// (loopback) the client's ChunkMs less them is each chunk's way from
+	// the server's stamp to the client's read; across machines they carry
+	// the clocks' offset too.
+	FirstTokenMs float64 `json:"first_token_ms,omitempty"`
+	LastTokenMs  float64 `json:"last_token_ms,omitempty"`
 }
 
 // AlignedDecodeTPS is the server's decode rate counted as tokbench counts

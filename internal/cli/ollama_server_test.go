@@ -564,9 +564,21 @@ func ollamaProxy(ctx context.Context, t *testing.T) {
 			t.Errorf("request %d: ok %v through the proxy, %v in bench; server timing %v, %v", i, p.OK, b.OK, p.Server != nil, b.Server != nil)
 			continue
 		}
-		if p.OutputTokens != b.OutputTokens || p.InputTokens != b.InputTokens || *p.Server != *b.Server {
+		// Ollama's token stamps are the same instants, each from its own
+		// t0: the proxy's upstream write, bench's write to the proxy.
+		ps, bs := *p.Server, *b.Server
+		stamp := func(r metrics.Record, ms float64) time.Time {
+			return r.Start.Round(0).Add(time.Duration(ms * float64(time.Millisecond)))
+		}
+		for _, f := range []struct{ p, b float64 }{{ps.FirstTokenMs, bs.FirstTokenMs}, {ps.LastTokenMs, bs.LastTokenMs}} {
+			if d := stamp(p, f.p).Sub(stamp(b, f.b)); f.p == 0 || d.Abs() > time.Microsecond {
+				t.Errorf("request %d: Ollama's token stamp read through the proxy and by bench differ by %v (%.3f and %.3f ms from each t0)", i, d, f.p, f.b)
+			}
+		}
+		ps.FirstTokenMs, ps.LastTokenMs, bs.FirstTokenMs, bs.LastTokenMs = 0, 0, 0, 0
+		if p.OutputTokens != b.OutputTokens || p.InputTokens != b.InputTokens || ps != bs {
 			t.Errorf("request %d: proxy %d out, %d in, server %+v; bench %d out, %d in, server %+v",
-				i, p.OutputTokens, p.InputTokens, *p.Server, b.OutputTokens, b.InputTokens, *b.Server)
+				i, p.OutputTokens, p.InputTokens, ps, b.OutputTokens, b.InputTokens, bs)
 		}
 		if p.TTFTMs > b.TTFTMs {
 			t.Errorf("request %d: the proxy's upstream TTFT %.2f ms exceeds bench's %.2f ms through it", i, p.TTFTMs, b.TTFTMs)
@@ -662,4 +674,48 @@ func ollamaTiming(ctx context.Context, t *testing.T) {
 	}
 	t.Logf("%d requests: bench's TTFT exceeds Ollama's load+prefill by at most %.2f ms, its decode time differs from eval_duration by at most %.2f ms; shares outside Ollama's counters up to %.2f ms (%v)",
 		n, worstTTFT, worstDecode, maxBound, lag)
+	ollamaStamps(t, run.recs, judge)
+}
+
+// chunkShareMs bounds, on a machine that let the process run, a chunk's
+// way from Ollama's stamp to bench's read on loopback: Ollama's JSON
+// encoding, its write and flush, the kernel, bench's receive stamp.
+const chunkShareMs = 5
+
+// ollamaStamps: bench's TTFT and decode time of each request against
+// Ollama's own clock. Ollama stamps each line's created_at as it hands the
+// line to its writer; bench keeps the stamps of the first and last token
+// lines (first_token_ms, last_token_ms from t0). A chunk's share is bench's
+// read of it less Ollama's stamp: never below 0 (bench cannot read a line
+// before Ollama made it, on one clock), and on a quiet machine within
+// chunkShareMs. Then bench's TTFT is Ollama's first-token instant plus the
+// first chunk's share, and bench's decode time Ollama's first-to-last span
+// plus the difference of the two shares: both equal Ollama's own figures
+// within the network's share.
+func ollamaStamps(t *testing.T, recs []metrics.Record, judge bool) {
+	t.Helper()
+	var worst float64
+	for i, r := range recs {
+		s := r.Server
+		if !r.OK || s == nil || len(r.ChunkMs) < 2 {
+			continue // reported above
+		}
+		if s.FirstTokenMs <= 0 || s.LastTokenMs < s.FirstTokenMs {
+			t.Errorf("request %d: Ollama's token stamps %.3f … %.3f ms after t0: want both, in order", i, s.FirstTokenMs, s.LastTokenMs)
+			continue
+		}
+		first, last := r.ChunkMs[0]-s.FirstTokenMs, r.ChunkMs[len(r.ChunkMs)-1]-s.LastTokenMs
+		worst = max(worst, first, last)
+		decode, span := r.ChunkMs[len(r.ChunkMs)-1]-r.ChunkMs[0], s.LastTokenMs-s.FirstTokenMs
+		t.Logf("request %d: TTFT %.3f ms, Ollama's first token at %.3f; decode %.3f ms, Ollama's span %.3f; shares first %.3f, last %.3f ms",
+			i, r.TTFTMs, s.FirstTokenMs, decode, span, first, last)
+		if first < 0 || last < 0 {
+			t.Errorf("request %d: bench read a chunk before Ollama stamped it (shares %.3f, %.3f ms)", i, first, last)
+		}
+		if judge && (first > chunkShareMs || last > chunkShareMs) {
+			t.Errorf("request %d: TTFT %.3f ms against Ollama's first token at %.3f, decode %.3f ms against its span %.3f: shares %.3f and %.3f ms, over %d ms",
+				i, r.TTFTMs, s.FirstTokenMs, decode, span, first, last, chunkShareMs)
+		}
+	}
+	t.Logf("%d requests: bench's TTFT and decode time equal Ollama's own stamps within chunk shares of at most %.3f ms", len(recs), worst)
 }
