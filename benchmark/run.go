@@ -118,8 +118,16 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 	r := &run{
 		p: p, hooks: hooks, base: p.URL, model: p.Model,
 		header: p.Header.Clone(), secrets: append(api.URLSecrets(p.URL), p.Secrets...),
-		physics: p.Physics, notes: append([]string(nil), p.Notes...), serverMetrics: p.ServerMetrics,
+		notes: append([]string(nil), p.Notes...), serverMetrics: p.ServerMetrics,
 	}
+	// A credential in a header is a secret whoever set it: the CLI lists
+	// its own in Secrets, a library caller need not.
+	for name, vs := range p.Header {
+		if api.SensitiveHeader(name) {
+			r.secrets = append(r.secrets, vs...)
+		}
+	}
+	r.physics = p.Physics
 	if r.header == nil {
 		r.header = http.Header{}
 	}
