@@ -127,7 +127,12 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 			r.secrets = append(r.secrets, vs...)
 		}
 	}
-	r.physics = p.Physics
+	// The run completes the deployment from the server (its slots): on a
+	// copy, so that the plan stays as given and may be run again.
+	if p.Physics != nil {
+		ph := *p.Physics
+		r.physics = &ph
+	}
 	if r.header == nil {
 		r.header = http.Header{}
 	}

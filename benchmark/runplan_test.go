@@ -50,3 +50,35 @@ func TestRunScrubsHeaderSecrets(t *testing.T) {
 		t.Error("requests.jsonl lacks the server's answer: the test saw nothing to scrub")
 	}
 }
+
+// TestRunLeavesThePlan: the run completes its deployment with what the
+// server says (its slots) on a copy: the plan's Physics is as given, so
+// the plan can be run again against another server.
+func TestRunLeavesThePlan(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/props":
+			fmt.Fprint(w, `{"total_slots":4,"default_generation_settings":{"n_ctx":4096}}`)
+		case "/completion":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"content\":\"a\",\"stop\":false}\n\n")
+			fmt.Fprint(w, "data: {\"content\":\"\",\"stop\":true,\"tokens_predicted\":1,\"tokens_evaluated\":8}\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	p := fakePlan(srv.URL, 8, 1)
+	p.API = "auto"
+	p.Load.Concurrency, p.Load.Requests = []int{1}, 1
+	ph, _, err := ResolvePhysics(PhysicsInput{Model: "llama-3.1-8b", Quant: "bf16", Hardware: "a100-80gb"})
+	if err != nil || ph == nil {
+		t.Fatalf("ResolvePhysics: %v, %v", ph, err)
+	}
+	p.Physics = ph
+	before := *ph
+	runPlan(t, p, "")
+	if *p.Physics != before {
+		t.Errorf("the run changed the plan's physics: %+v, was %+v", *p.Physics, before)
+	}
+}
