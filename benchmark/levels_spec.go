@@ -145,6 +145,9 @@ func (p *Plan) Validate() error {
 			}
 		}
 		if isPlanned && lv.Requests == 0 && lv.Duration == 0 {
+			if !p.Shard.Active() {
+				return fieldErrorf("Levels", "level %d sends no request: give it Requests or a Duration", i-1)
+			}
 			return fieldErrorf("Shard", "shard %d/%d of a level's requests sends none; give at least %d", p.Shard.Index, p.Shard.Count, p.Shard.Count)
 		}
 		if lv.Lockstep && lv.RampUp > 0 {

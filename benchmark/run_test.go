@@ -102,6 +102,7 @@ func TestValidate(t *testing.T) {
 			p.Load.RampUp = time.Second
 		}},
 		{"Load", func(p *Plan) { p.Levels = nil }},
+		{"Levels", func(p *Plan) { p.Levels[0].Requests, p.Levels[0].Duration = 0, 0 }},
 		{"Workload.Tokenizer", func(p *Plan) { p.Workload.Tokenizer = nil }},
 	} {
 		p := good()
