@@ -118,6 +118,9 @@ sending:
 			steps := sendSteps{due: due, reached: reached, woke: woke, began: time.Now()}
 			wait := func(at time.Time) {
 				spin.Until(at)
+				if freed {
+					return // a retry's wait (--retry): the first one counted
+				}
 				steps.waited = time.Now()
 				freed = true
 				ahead.sent()
