@@ -307,12 +307,20 @@ func TestOpenLoopBuildsAhead(t *testing.T) {
 	r := wireRunner(t, srv)
 	offsets := slices.Repeat([]time.Duration{100 * time.Millisecond}, 8)
 	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 8, Arrival: metrics.ArrivalTrace}, Requests: 8, Offsets: offsets}
+	watch := busy.Start()
 	res, err := r.RunLevel(context.Background(), 0, lv, slowBuild{fixedSource{maxTokens: 2}, 10 * time.Millisecond})
+	kept := watch.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Records) != 8 {
 		t.Fatalf("%d records, want 8", len(res.Records))
+	}
+	// The eight sends share the cores at one instant: on a machine that
+	// kept the process waiting (other work, steal) they leave as late as
+	// it did, which the tick lag alone does not bound.
+	if !kept.Judge(t, "eight sends at one instant") {
+		return
 	}
 	lag := res.Level.Client.TickLagMaxMs
 	for _, rec := range res.Records {
