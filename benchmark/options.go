@@ -53,6 +53,10 @@ type Options struct {
 	IgnoreEOS       bool
 	ContinuousUsage string
 	Seed            uint64
+	// EmbedInputs, Tools and ToolsFile are the requests' shape beyond
+	// their prompts (RequestShape).
+	EmbedInputs, Tools int
+	ToolsFile          string
 
 	Headers    []string // "Name: value"
 	APIKeyEnv  string
@@ -223,6 +227,10 @@ func (opts Options) Plan() (*Plan, error) {
 		promptSeed = rand.Uint64() | 1
 	}
 	p.Workload = o.plannedWorkload(promptSeed)
+	shape := RequestShape{EmbedInputs: o.EmbedInputs, Tools: o.Tools, ToolsFile: o.ToolsFile, Workload: o.Workload}
+	if p.Workload.EmbedInputs, p.Workload.Tools, err = shape.Shape(o.API, o.Seed); err != nil {
+		return nil, err
+	}
 	if err := o.credentials(p); err != nil {
 		return nil, err
 	}
@@ -392,6 +400,7 @@ func (o *options) config(p *Plan) Config {
 			InputTokens: in, OutputTokens: o.output.String(), Dataset: o.Dataset,
 			DatasetFormat: o.format, PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups,
 			MinTokens: o.MinTokens, TokenizerServer: o.serverTok,
+			EmbedInputs: p.Workload.EmbedInputs, Tools: len(p.Workload.Tools), ToolsFile: o.ToolsFile,
 		},
 	}
 }

@@ -417,9 +417,12 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 		if err != nil {
 			return nil, inputErrorf("--trace: %v", err)
 		}
-		return src, nil
+		return r.shape(src), nil
 	}
 	cfg, n := r.p.sourceConfig(idx, lv)
+	if wl.EmbedInputs > 1 {
+		n *= wl.EmbedInputs // each request embeds that many prompts
+	}
 	cfg.Counter, cfg.Model = r.counter, r.model
 	if wl.Corpus != "" {
 		c, err := workload.OpenCorpus(wl.Corpus)
@@ -433,7 +436,23 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 	if errors.Is(err, workload.ErrBudget) {
 		return nil, inputErrorf("--dataset: %v; --dataset-budget raises it", err)
 	}
-	return src, err
+	if err != nil {
+		return nil, err
+	}
+	return r.shape(src), nil
+}
+
+// shape makes src's requests what the protocol sends: an embeddings API's
+// inputs, a chat API's tools.
+func (r *run) shape(src load.Source) load.Source {
+	wl := r.p.Workload
+	switch {
+	case api.IsEmbeddings(r.adapter):
+		return workload.NewEmbedSource(src, wl.EmbedInputs)
+	case len(wl.Tools) > 0 && api.SendsTools(r.adapter):
+		return workload.NewToolSource(src, wl.Tools)
+	}
+	return src
 }
 
 // sourceConfig is what level idx's requests are made of, and how many

@@ -1,0 +1,179 @@
+package benchmark
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/tokenize"
+)
+
+// countingEmbedder is an OpenAI embeddings server that counts the inputs
+// and tokens (by the benchmark's own tokenizer) it embedded; usage says
+// whether it reports them.
+type countingEmbedder struct {
+	mu             sync.Mutex
+	inputs, tokens int
+	requests       int
+}
+
+func (c *countingEmbedder) server(t *testing.T, usage bool) *httptest.Server {
+	tok, err := tokenize.Open(tokenize.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/embeddings" {
+			http.NotFound(w, r)
+			return
+		}
+		var body struct{ Input []string }
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		n := 0
+		var data []string
+		for i, in := range body.Input {
+			n += tok.Count(in)
+			data = append(data, fmt.Sprintf(`{"index":%d,"embedding":[0.5,-0.5,0.25]}`, i))
+		}
+		c.mu.Lock()
+		c.inputs, c.tokens, c.requests = c.inputs+len(body.Input), c.tokens+n, c.requests+1
+		c.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		u := ""
+		if usage {
+			u = fmt.Sprintf(`,"usage":{"prompt_tokens":%d,"total_tokens":%d}`, n, n)
+		}
+		fmt.Fprintf(w, `{"object":"list","data":[%s],"model":"m"%s}`, strings.Join(data, ","), u)
+	}))
+}
+
+// TestRunEmbeddingsExact: inputs and tokens embedded are what the server
+// counted, with usage and without it (the exact prompt lengths then), and
+// their rates are those over the level's wall time; the level has no
+// stream figures.
+func TestRunEmbeddingsExact(t *testing.T) {
+	for _, usage := range []bool{true, false} {
+		var c countingEmbedder
+		srv := c.server(t, usage)
+		p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{2}, Requests: 10})
+		p.API, p.Workload.EmbedInputs = api.EmbedOpenAI, 3
+		res, err := Run(context.Background(), p, Hooks{})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv := res.Summary.Levels[0]
+		e := lv.Embeddings
+		if e == nil {
+			t.Fatalf("usage %v: no embeddings figures; %+v", usage, lv.Requests)
+		}
+		// Warm-up requests are the server's too, like the level's.
+		if lv.Requests.Completed != 10 || c.requests < 10 || e.Inputs != 30 || c.inputs != 3*c.requests {
+			t.Errorf("usage %v: %d completed of %d served, %d inputs of %d served", usage, lv.Requests.Completed, c.requests, e.Inputs, c.inputs)
+		}
+		if e.Tokens != 10*3*16 || c.tokens != 16*c.inputs {
+			t.Errorf("usage %v: %d tokens; the server counted %d for %d inputs of 16 tokens asked", usage, e.Tokens, c.tokens, c.inputs)
+		}
+		if e.InputsPerS != float64(e.Inputs)/lv.DurationS || e.TokensPerS != float64(e.Tokens)/lv.DurationS {
+			t.Errorf("usage %v: %g inputs/s, %g tok/s over %g s", usage, e.InputsPerS, e.TokensPerS, lv.DurationS)
+		}
+		wantSrc := metrics.EmbedSourcePrompt
+		if usage {
+			wantSrc = metrics.EmbedSourceUsage
+		}
+		if e.TokenSource != wantSrc || e.Dims != 3 || e.Latency.Count != 10 || e.Latency.Min < 5 {
+			t.Errorf("usage %v: source %q, dims %d, latency %+v", usage, e.TokenSource, e.Dims, e.Latency)
+		}
+		if lv.TTFT.Count != 0 || lv.OutputTokens != 0 || lv.DecodeTPS.Count != 0 {
+			t.Errorf("usage %v: stream figures %d %d %d", usage, lv.TTFT.Count, lv.OutputTokens, lv.DecodeTPS.Count)
+		}
+	}
+}
+
+// TestRunEmbeddingsSimulated: the embedded simulator serves the three
+// protocols; its token counts are the inputs' exact lengths.
+func TestRunEmbeddingsSimulated(t *testing.T) {
+	for _, name := range []string{api.EmbedOpenAI, api.EmbedOllama, api.EmbedTEI} {
+		p := testPlan(t, "", LevelSpec{Concurrency: []int{4}, Requests: 8})
+		p.API, p.Model, p.Workload.EmbedInputs = name, "", 2
+		res, err := Run(context.Background(), p, Hooks{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		lv := res.Summary.Levels[0]
+		if e := lv.Embeddings; e == nil || lv.Requests.Completed != 8 || e.Inputs != 16 || e.Tokens != 16*16 || e.Dims != 384 {
+			t.Errorf("%s: %+v, embeddings %+v", name, lv.Requests, e)
+		}
+	}
+}
+
+// TestRunToolCalls: a run with tools against the simulator: every request
+// calls one, the time to its first tool-call delta is recorded, and the
+// definitions are counted in the prompt the server reports.
+func TestRunToolCalls(t *testing.T) {
+	for _, name := range []string{"openai-chat", "anthropic"} {
+		p := testPlan(t, "", LevelSpec{Concurrency: []int{2}, Requests: 6})
+		p.API, p.Model = name, ""
+		var err error
+		if _, p.Workload.Tools, err = (RequestShape{Tools: 8}).Shape(name, 1); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(context.Background(), p, Hooks{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		lv := res.Summary.Levels[0]
+		tc := lv.ToolCalls
+		if tc == nil || tc.Called != 6 || tc.Share != 1 || tc.ToolsPerRequest != 8 || tc.FirstCall.Count != 6 || tc.DefinitionTokens <= 0 || tc.ArgTokens <= 0 {
+			t.Fatalf("%s: tool calls %+v", name, tc)
+		}
+		if tc.FirstCall.Max > lv.TTFT.Max || tc.FirstCall.Min <= 0 {
+			t.Errorf("%s: first tool call %+v after the first token %+v", name, tc.FirstCall, lv.TTFT)
+		}
+		// The simulator counts the definitions at 4 bytes a token: far
+		// more than the chat template's few tokens beyond the messages.
+		if lv.TemplateTokensPerRequest+lv.ExtraPromptTokensPerRequest < 100 {
+			t.Errorf("%s: the server counted %g+%g tokens beyond the messages", name, lv.TemplateTokensPerRequest, lv.ExtraPromptTokensPerRequest)
+		}
+	}
+}
+
+// TestRequestShape: what --embed-inputs and --tools refuse.
+func TestRequestShape(t *testing.T) {
+	for _, c := range []struct {
+		s    RequestShape
+		api  string
+		want string
+	}{
+		{RequestShape{EmbedInputs: 4}, "openai-chat", "--embed-inputs: applies to an embeddings API"},
+		{RequestShape{EmbedInputs: -1}, api.EmbedTEI, "--embed-inputs: must be at least 1"},
+		{RequestShape{Workload: "agent"}, api.EmbedOllama, "--workload agent: an embeddings API"},
+		{RequestShape{Tools: 2}, "ollama", "--tools: ollama takes no tool definitions"},
+		{RequestShape{Tools: 2000}, "openai-chat", "--tools: at most 1024"},
+		{RequestShape{Tools: 2, ToolsFile: "x.json"}, "openai-chat", "--tools-file: gives the definitions"},
+		{RequestShape{ToolsFile: "/nonexistent/tools.json"}, "anthropic", "--tools-file: open /nonexistent/tools.json"},
+	} {
+		_, _, err := c.s.Shape(c.api, 1)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v with %s: %v, want %q", c.s, c.api, err, c.want)
+		}
+		if _, ok := err.(*InputError); err != nil && !ok {
+			t.Errorf("%+v: %T, want an InputError", c.s, err)
+		}
+	}
+	if n, tools, err := (RequestShape{}).Shape(api.EmbedTEI, 1); n != 1 || tools != nil || err != nil {
+		t.Errorf("embeddings default: %d inputs, %v, %v", n, tools, err)
+	}
+}
