@@ -1,12 +1,21 @@
 package load
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/sim"
 	"github.com/tokbench/tokbench/tokenize"
 )
 
@@ -75,5 +84,67 @@ func TestToolTokensCountedOnce(t *testing.T) {
 	other := []api.Tool{{Name: "a_much_longer_name", Parameters: json.RawMessage(`{"type":"object"}`)}}
 	if got := r.toolTokens(other); got == want {
 		t.Errorf("another set counted as the first: %d", got)
+	}
+}
+
+// toolSource is a chain's turns, each carrying one tool.
+type toolSource struct{}
+
+func (toolSource) Request(i int) (*api.Request, int) {
+	return &api.Request{Model: "m", MaxTokens: 4, IgnoreEOS: true,
+		Messages: []api.Message{{Role: "user", Content: fmt.Sprintf("turn %d", i)}},
+		Tools:    []api.Tool{{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}}}, 2
+}
+
+// TestAgentChainFeedsToolResult: against the simulator, which answers
+// every request with tools by a call, each later call of an agent chain
+// carries the earlier call's arguments as the assistant's message and the
+// tool's result after it, before its own turn.
+func TestAgentChainFeedsToolResult(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Cost = fixedStep{time.Millisecond, 100_000}
+	s, err := sim.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bodies []struct{ Messages []api.Message }
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf, _ := io.ReadAll(r.Body)
+		var b struct{ Messages []api.Message }
+		json.Unmarshal(buf, &b)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+		s.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		hs.Close()
+		s.Close()
+	})
+	tok, err := tokenize.Get("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Client: &api.Client{HTTP: hs.Client(), Adapter: api.OpenAI{Chat: true}, BaseURL: hs.URL + "/v1"}, Tokenizer: tok, Timeout: 10 * time.Second}
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 1}, Requests: 1, Steps: 3}
+	res, err := r.RunLevel(context.Background(), 0, lv, toolSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 3 || len(bodies) != 3 {
+		t.Fatalf("%d records, %d requests; want one chain of 3", len(res.Records), len(bodies))
+	}
+	for _, rec := range res.Records {
+		if !rec.OK || !rec.ToolCalled || rec.ToolsSent != 1 {
+			t.Errorf("step %d: ok %v, called %v, %d tools", rec.Step, rec.OK, rec.ToolCalled, rec.ToolsSent)
+		}
+	}
+	last := bodies[2].Messages
+	// turn 0, its call, the result; turn 1, its call, the result; turn 2.
+	if len(last) != 7 || last[1].Role != "assistant" || !strings.HasPrefix(last[1].Content, `{"input":`) || last[2] != ToolResult ||
+		last[5] != ToolResult || last[6].Content != "turn 2" {
+		t.Errorf("the third call's messages: %+v", last)
 	}
 }
