@@ -14,6 +14,7 @@ import (
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/workload"
 )
 
 // countingEmbedder is an OpenAI embeddings server that counts the inputs
@@ -126,10 +127,7 @@ func TestRunToolCalls(t *testing.T) {
 	for _, name := range []string{"openai-chat", "anthropic"} {
 		p := testPlan(t, "", LevelSpec{Concurrency: []int{2}, Requests: 6})
 		p.API, p.Model = name, ""
-		var err error
-		if _, p.Workload.Tools, err = (RequestShape{Tools: 8}).Shape(name, 1); err != nil {
-			t.Fatal(err)
-		}
+		p.Workload.Tools = workload.Tools(8, 1)
 		res, err := Run(context.Background(), p, Hooks{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -147,33 +145,5 @@ func TestRunToolCalls(t *testing.T) {
 		if lv.TemplateTokensPerRequest+lv.ExtraPromptTokensPerRequest < 100 {
 			t.Errorf("%s: the server counted %g+%g tokens beyond the messages", name, lv.TemplateTokensPerRequest, lv.ExtraPromptTokensPerRequest)
 		}
-	}
-}
-
-// TestRequestShape: what --embed-inputs and --tools refuse.
-func TestRequestShape(t *testing.T) {
-	for _, c := range []struct {
-		s    RequestShape
-		api  string
-		want string
-	}{
-		{RequestShape{EmbedInputs: 4}, "openai-chat", "--embed-inputs: applies to an embeddings API"},
-		{RequestShape{EmbedInputs: -1}, api.EmbedTEI, "--embed-inputs: must be at least 1"},
-		{RequestShape{Workload: "agent"}, api.EmbedOllama, "--workload agent: an embeddings API"},
-		{RequestShape{Tools: 2}, "ollama", "--tools: ollama takes no tool definitions"},
-		{RequestShape{Tools: 2000}, "openai-chat", "--tools: at most 1024"},
-		{RequestShape{Tools: 2, ToolsFile: "x.json"}, "openai-chat", "--tools-file: gives the definitions"},
-		{RequestShape{ToolsFile: "/nonexistent/tools.json"}, "anthropic", "--tools-file: open /nonexistent/tools.json"},
-	} {
-		_, _, err := c.s.Shape(c.api, 1)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v with %s: %v, want %q", c.s, c.api, err, c.want)
-		}
-		if _, ok := err.(*InputError); err != nil && !ok {
-			t.Errorf("%+v: %T, want an InputError", c.s, err)
-		}
-	}
-	if n, tools, err := (RequestShape{}).Shape(api.EmbedTEI, 1); n != 1 || tools != nil || err != nil {
-		t.Errorf("embeddings default: %d inputs, %v, %v", n, tools, err)
 	}
 }

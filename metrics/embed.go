@@ -137,3 +137,57 @@ func (a *toolAcc) apply(lv *Level) {
 	}
 	lv.ToolCalls = t
 }
+
+// foldEmbeddings folds the runs' embeddings figures as foldRuns folds a
+// level's: counts summed, rates and each statistic of the latency folded
+// over the runs that have them; nil when none has.
+func foldEmbeddings(runs []Level, fold func([]float64) float64) *Embeddings {
+	var have []Level
+	for _, r := range runs {
+		if r.Embeddings != nil {
+			have = append(have, r)
+		}
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	out := &Embeddings{TokenSource: have[0].Embeddings.TokenSource, Dims: have[0].Embeddings.Dims}
+	var inputs, tokens []float64
+	for _, r := range have {
+		e := r.Embeddings
+		out.Inputs += e.Inputs
+		out.Tokens += e.Tokens
+		if e.TokenSource != out.TokenSource {
+			out.TokenSource = EmbedSourceMixed
+		}
+		inputs, tokens = append(inputs, e.InputsPerS), append(tokens, e.TokensPerS)
+	}
+	out.InputsPerS, out.TokensPerS = fold(inputs), fold(tokens)
+	out.Latency = foldStats(have, func(l *Level) *Stats { return &l.Embeddings.Latency }, fold)
+	return out
+}
+
+// foldToolCalls folds the runs' tool-call figures as foldEmbeddings does.
+func foldToolCalls(runs []Level, fold func([]float64) float64) *ToolCalls {
+	var have []Level
+	for _, r := range runs {
+		if r.ToolCalls != nil {
+			have = append(have, r)
+		}
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	out := &ToolCalls{}
+	var share, defs, perCall []float64
+	for _, r := range have {
+		t := r.ToolCalls
+		out.ToolsPerRequest = max(out.ToolsPerRequest, t.ToolsPerRequest)
+		out.Called += t.Called
+		out.ArgTokens += t.ArgTokens
+		share, defs, perCall = append(share, t.Share), append(defs, t.DefinitionTokens), append(perCall, t.ArgTokensPerCall)
+	}
+	out.Share, out.DefinitionTokens, out.ArgTokensPerCall = fold(share), fold(defs), fold(perCall)
+	out.FirstCall = foldStats(have, func(l *Level) *Stats { return &l.ToolCalls.FirstCall }, fold)
+	return out
+}

@@ -36,10 +36,10 @@ type Metric struct {
 	// embeddings level has no TTFT; a chat level no embedding rate):
 	// compare leaves out a metric neither level has.
 	Has func(*Level) bool
-	// Key are the statistics compare shows for every level and Repeats
-	// keeps each run's value of (PerRun); Spread those Repeats keeps the
-	// range over the runs of; CSV those CSV gives a column. An aggregate
-	// lists "" (itself).
+	// Key are the statistics compare shows for every level; Spread those
+	// Repeats keeps the range over the runs of; CSV those CSV gives a
+	// column. An aggregate lists "" (itself). Repeats keeps each run's
+	// value of every statistic (RunStats).
 	Key, Spread, CSV []string
 }
 
@@ -140,6 +140,17 @@ func (m Metric) Present(l *Level) bool { return m.Has == nil || m.Has(l) }
 // StatNames are the statistics of a distribution a name may take
 // ("ttft_p95"); "median" is read as p50.
 var StatNames = []string{"mean", "min", "max", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"}
+
+// RunStats are the statistics Repeats keeps each run's value of
+// (Repeats.PerRun): every one a compare row or gate may name — each of
+// StatNames of a distribution, an aggregate itself ("") — so that repeated
+// runs are compared one value per run whatever the gate names.
+func (m Metric) RunStats() []string {
+	if m.Aggregate() {
+		return []string{""}
+	}
+	return StatNames
+}
 
 // Aggregate reports whether the metric is one number per level.
 func (m Metric) Aggregate() bool { return m.Dist == nil }

@@ -205,6 +205,14 @@ const (
 	maxInterimHeads = 5
 )
 
+// HandshakeError is a TLS handshake that failed, whatever its cause
+// (crypto/tls says many of them in words only); its text is the cause's.
+// A handshake the context or the connection ended wraps that cause too.
+type HandshakeError struct{ Err error }
+
+func (e *HandshakeError) Error() string { return e.Err.Error() }
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
 // ErrHeadTooLarge: the answer's head passed maxHeadBytes.
 var ErrHeadTooLarge = errors.New("the answer's headers passed 1 MiB")
 
