@@ -147,3 +147,32 @@ func TestRunToolCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTEIWithoutModel: TEI serves one model, lists none at
+// /v1/models, and its requests name none: a run without --model runs.
+func TestRunTEIWithoutModel(t *testing.T) {
+	var n int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/embed" {
+			http.NotFound(w, r)
+			return
+		}
+		var body struct{ Inputs []string }
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		n += len(body.Inputs)
+		mu.Unlock()
+		fmt.Fprint(w, "["+strings.TrimSuffix(strings.Repeat("[0.1,0.2],", len(body.Inputs)), ",")+"]")
+	}))
+	defer srv.Close()
+	p := testPlan(t, srv.URL, LevelSpec{Concurrency: []int{1}, Requests: 3})
+	p.API, p.Model, p.Workload.EmbedInputs = api.EmbedTEI, "", 2
+	res, err := Run(context.Background(), p, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Summary.Levels[0].Embeddings; e == nil || e.Inputs != 6 || e.Dims != 2 || n < 6 {
+		t.Errorf("embeddings %+v; the server embedded %d", e, n)
+	}
+}

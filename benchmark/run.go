@@ -175,6 +175,11 @@ func (r *run) setUp(ctx context.Context) error {
 		r.notes = append(r.notes, note)
 		r.notice("%s", note)
 	}
+	if len(p.Workload.Tools) > 0 && !api.SendsTools(r.adapter) {
+		note := fmt.Sprintf("--tools: the %s API takes no tool definitions, so the requests go without them", r.adapter.Name())
+		r.notes = append(r.notes, note)
+		r.notice("%s", note)
+	}
 	engine := "" // what the probes already made say the server is
 	if d := r.detected; p.API == "auto" && d != nil {
 		engine = d.Engine
@@ -186,7 +191,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if r.target.Simulated {
 		engine = sim.EngineName
 	}
-	if r.model == "" {
+	if r.model == "" && r.adapter.Name() != api.EmbedTEI { // TEI serves one model and its requests name none
 		models, err := probe.ListModels(ctx, r.http, r.base, r.header)
 		if err != nil {
 			return modelListError(err, r.secrets)
