@@ -75,6 +75,8 @@ func TestRunEmbeddingsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.mu.Lock() // the server's last counts may be written as the answer goes out
+		defer c.mu.Unlock()
 		lv := res.Summary.Levels[0]
 		e := lv.Embeddings
 		if e == nil {
@@ -172,6 +174,8 @@ func TestRunTEIWithoutModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if e := res.Summary.Levels[0].Embeddings; e == nil || e.Inputs != 6 || e.Dims != 2 || n < 6 {
 		t.Errorf("embeddings %+v; the server embedded %d", e, n)
 	}

@@ -133,6 +133,8 @@ func TestAgentChainFeedsToolResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(res.Records) != 3 || len(bodies) != 3 {
 		t.Fatalf("%d records, %d requests; want one chain of 3", len(res.Records), len(bodies))
 	}
