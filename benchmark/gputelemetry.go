@@ -132,7 +132,7 @@ func startGPUSampling(ctx context.Context, cfg GPUTelemetry, client *http.Client
 func (g *gpuSampling) around(lv load.Level, run func(load.Level) (load.Result, error)) (load.Result, error) {
 	t0 := time.Now()
 	res, err := run(lv)
-	g.level.Add(g.sampler.Window(t0, time.Now()), res.Level.DurationS)
+	g.level.AddRun(t0, g.sampler.Window(t0, time.Now()), res.Level.DurationS)
 	return res, err
 }
 

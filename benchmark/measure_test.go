@@ -405,3 +405,40 @@ func TestRunStoresLevelsInLoadOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInputSweepAndMinTokens: two input lengths make every load level
+// twice, each level's prompts exactly the prefix and its length (by the
+// local tokenizer), each request asking for min_tokens.
+func TestRunInputSweepAndMinTokens(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 4, Usage: true})
+	defer srv.Close()
+	p := fakePlan(srv.URL+"/v1", 16, 4)
+	p.Workload.Inputs = []workload.Dist{workload.Fixed(16), workload.Fixed(40)}
+	p.Load.Concurrency, p.Load.Requests, p.Load.InputTokens = []int{1, 2}, 2, []int{16, 40}
+	p.Workload.MinTokens, p.Workload.PrefixTokens = 3, 8
+	s := runPlan(t, p, "")
+	want := []struct{ c, in int }{{1, 16}, {2, 16}, {1, 40}, {2, 40}}
+	if len(s.Levels) != len(want) {
+		t.Fatalf("%d levels, want 4", len(s.Levels))
+	}
+	for i, w := range want {
+		lv := s.Levels[i]
+		if lv.Load.Concurrency != w.c || lv.Load.InputTokens != w.in || lv.InputTokensRequested != 2*(8+w.in) {
+			t.Errorf("level %d: load %+v, input requested %d, want c=%d in=%d and %d", i, lv.Load, lv.InputTokensRequested, w.c, w.in, 2*(8+w.in))
+		}
+	}
+	for i, b := range srv.Bodies() {
+		msgs := b["messages"].([]any)
+		text := msgs[0].(map[string]any)["content"].(string)
+		wantTok := 8 + 16
+		if i >= 4 {
+			wantTok = 8 + 40
+		}
+		if got := p.Workload.Tokenizer.Count(text); got != wantTok {
+			t.Errorf("request %d: prompt of %d tokens, want %d", i, got, wantTok)
+		}
+		if b["min_tokens"] != 3.0 {
+			t.Errorf("request %d: min_tokens %v, want 3", i, b["min_tokens"])
+		}
+	}
+}

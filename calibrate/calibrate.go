@@ -4,7 +4,10 @@
 // bytes per token, bandwidth), it finds the memory efficiency, prefill
 // rate and per-step and per-sequence overheads of a sim.Calibrated cost
 // model whose simulated levels match the measured ones, and says how far
-// each is off. The simulator then predicts other loads and lengths for
+// each is off. When the levels have more than one prompt length it also
+// fits the cost of attention, which makes a token dearer the longer its
+// context, and the front end's time per request; with one length it says
+// it could not. The simulator then predicts other loads and lengths for
 // that deployment (simulate and serve --calibration).
 //
 // A fit that misses the measured levels by more than a bound (default
@@ -45,6 +48,10 @@ type File struct {
 	Target     metrics.Target `json:"target"`
 	Deployment string         `json:"deployment"`
 	Cost       sim.Calibrated `json:"cost"`
+	// FrontEnd is the server's time outside its steps; the fit sets its
+	// per-request time when the run has more than one prompt length
+	// (with one, it cannot be told from the prefill rate).
+	FrontEnd sim.FrontEnd `json:"front_end"`
 	// MaxBatch is the most sequences the server runs at once (llama.cpp's
 	// slots, from the run; 0: the simulator's default), MaxBatchedTokens
 	// its tokens per step (0: the simulator's default).
@@ -56,6 +63,14 @@ type File struct {
 // Fit is how the calibrated simulator matches each fitted level.
 type Fit struct {
 	Levels []Point `json:"levels"`
+	// PromptLengths are the levels' prompt lengths, shortest first. With
+	// one, the cost of context (attention) and the front end's
+	// per-request time are not fitted.
+	PromptLengths []int `json:"prompt_lengths"`
+	// AtBound names the fitted parameters that ended at a bound of
+	// their range, with the bound: a fit with more freedom than the data
+	// use, or a declared deployment that is off.
+	AtBound []string `json:"at_bound,omitempty"`
 	// RMSError is the root mean square of the relative errors (fitted ÷
 	// measured − 1) over every level's decode TPS and TTFT.
 	RMSError float64 `json:"rms_error"`
@@ -202,25 +217,59 @@ func (f *File) causes(o Options) []string {
 	return out
 }
 
-// fit finds MBU, the prefill rate and the two overheads by Nelder-Mead on
-// their logarithms, minimizing the squared log errors of every level's
-// decode TPS p50 and TTFT p50 in virtual time. Memory efficiency and the
+// The fitted parameters, in the order of the fit's vector.
+const (
+	pMBU = iota
+	pPrefill
+	pStep
+	pSeq
+	pRequest
+	pAttention
+	nParams
+)
+
+// params name the fitted parameters and their smallest values: a fit
+// that ends at one (or at MBU 100%) says so.
+var params = [nParams]struct {
+	name  string
+	floor float64
+}{
+	{"memory efficiency", 0}, {"prefill rate", 0},
+	{"per-step overhead", 1e-4}, {"per-sequence overhead", 1e-4}, // ms
+	{"front end per request", 1e-3}, // ms
+	{"attention", 1e-3},             // ns a pair
+}
+
+// fit finds MBU, the prefill rate and the two overheads, and with levels
+// of more than one prompt length also the attention per (query, key) pair
+// and the front end's per-request time, by Nelder-Mead on their
+// logarithms, minimizing the squared log errors of every level's decode
+// TPS p50 and TTFT p50 in virtual time. Memory efficiency and the
 // per-step overhead shift every step alike, so a weak pull towards the MBU
 // the first level implies keeps them apart where the data cannot.
 func (f *File) fit(ctx context.Context, pts []Point) error {
 	first := pts[0]
 	mbu0 := min(1, f.Cost.WeightBytes*first.DecodeTPS.Measured/f.Cost.BandwidthBytesPerSec)
 	pr0 := float64(max(first.InputTokens, 1)) / max(first.TTFTMs.Measured/1000, 1e-6)
+	lengths := promptLengths(pts)
+	free := []int{pMBU, pPrefill, pStep, pSeq}
 	x0 := []float64{math.Log(mbu0), math.Log(pr0), math.Log(0.1), math.Log(0.05)}
+	if len(lengths) > 1 {
+		// A tenth of a prompt token's compute spent attending over the
+		// shortest prompt, and a millisecond a request, to start from.
+		attn0 := 0.1 / pr0 / float64(max(lengths[0], 1)) * 1e9
+		free = append(free, pRequest, pAttention)
+		x0 = append(x0, math.Log(1), math.Log(attn0))
+	}
 	var simErr error
 	obj := func(x []float64) float64 {
-		c := f.costAt(x)
+		c, fe := f.modelAt(free, x)
 		sum := 0.01 * sq(x[0]-math.Log(mbu0))
 		if x[0] > 0 { // more than the bandwidth: impossible
 			sum += 100 * sq(x[0])
 		}
 		for i := range pts {
-			tps, ttft, err := f.simulate(ctx, c, pts[i])
+			tps, ttft, err := f.simulate(ctx, c, fe, pts[i])
 			if err != nil {
 				simErr = err
 				return math.Inf(1)
@@ -230,7 +279,7 @@ func (f *File) fit(ctx context.Context, pts []Point) error {
 		return sum
 	}
 	res, err := optimize.Minimize(optimize.Problem{Func: obj}, x0,
-		&optimize.Settings{FuncEvaluations: 800, Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
+		&optimize.Settings{FuncEvaluations: 200 * len(free), Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
 		&optimize.NelderMead{})
 	if err != nil && res == nil {
 		return fmt.Errorf("calibrate: %w", err)
@@ -238,11 +287,11 @@ func (f *File) fit(ctx context.Context, pts []Point) error {
 	if simErr != nil {
 		return fmt.Errorf("calibrate: simulating: %w", simErr)
 	}
-	f.Cost = f.costAt(res.X)
+	f.Cost, f.FrontEnd = f.modelAt(free, res.X)
 	var sumSq float64
 	for i := range pts {
 		p := &pts[i]
-		tps, ttft, err := f.simulate(ctx, f.Cost, *p)
+		tps, ttft, err := f.simulate(ctx, f.Cost, f.FrontEnd, *p)
 		if err != nil {
 			return err
 		}
@@ -250,9 +299,73 @@ func (f *File) fit(ctx context.Context, pts []Point) error {
 		p.TTFTMs.set(ttft)
 		sumSq += sq(p.DecodeTPS.ErrorPct/100) + sq(p.TTFTMs.ErrorPct/100)
 	}
-	f.Fit = Fit{Levels: pts, RMSError: math.Sqrt(sumSq / float64(2*len(pts)))}
-	f.Fit.Note = fmt.Sprintf("fitted to %d level(s); memory efficiency and per-step overhead act alike on every step, so with few levels the split between them is the fit's choice", len(pts))
+	f.Fit = Fit{Levels: pts, PromptLengths: lengths, RMSError: math.Sqrt(sumSq / float64(2*len(pts))), AtBound: f.atBound(free)}
+	f.Fit.Note = fitNote(len(pts), lengths, f.Fit.AtBound)
 	return nil
+}
+
+// promptLengths are the levels' distinct prompt lengths, shortest first.
+func promptLengths(pts []Point) []int {
+	var l []int
+	for _, p := range pts {
+		l = append(l, p.InputTokens)
+	}
+	slices.Sort(l)
+	return slices.Compact(l)
+}
+
+// atBound names the free parameters at an end of their range.
+func (f *File) atBound(free []int) []string {
+	var out []string
+	for _, i := range free {
+		switch v := f.value(i); {
+		case i == pMBU && v >= 0.99:
+			out = append(out, fmt.Sprintf("memory efficiency %.1f%% (at most 100%%)", 100*v))
+		case params[i].floor > 0 && v <= params[i].floor*1.01:
+			out = append(out, params[i].name+" 0 (none)")
+		}
+	}
+	return out
+}
+
+// value is the fitted parameter i.
+func (f *File) value(i int) float64 {
+	switch i {
+	case pMBU:
+		return f.Cost.MBU
+	case pPrefill:
+		return f.Cost.PrefillTPS
+	case pStep:
+		return f.Cost.StepOverheadMs
+	case pSeq:
+		return f.Cost.SeqOverheadMs
+	case pRequest:
+		return f.FrontEnd.RequestMs
+	}
+	return f.Cost.AttentionNsPerPair
+}
+
+func fitNote(levels int, lengths []int, atBound []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fitted to %d level(s)", levels)
+	if len(lengths) == 1 {
+		fmt.Fprintf(&b, ", all with %d-token prompts: the cost of context (attention) and the front end's time per request are not told apart from the prefill rate at one length, so predictions at other lengths assume neither (bench --input-tokens with two lengths, e.g. 256,1024, to fit them)", lengths[0])
+	} else {
+		fmt.Fprintf(&b, " with prompts of %s tokens: attention and the front end's time per request fitted", joinInts(lengths))
+	}
+	b.WriteString("; memory efficiency and per-step overhead act alike on every step, so with few levels the split between them is the fit's choice")
+	if len(atBound) > 0 {
+		fmt.Fprintf(&b, "; at a bound: %s (the model has more freedom than the levels use, or the declared deployment is off)", strings.Join(atBound, ", "))
+	}
+	return b.String()
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func (c *Compare) set(sim float64) {
@@ -262,12 +375,28 @@ func (c *Compare) set(sim float64) {
 	}
 }
 
-// costAt is the cost model at log-parameters x.
-func (f *File) costAt(x []float64) sim.Calibrated {
-	c := f.Cost
-	c.MBU, c.PrefillTPS = math.Exp(x[0]), math.Exp(x[1])
-	c.StepOverheadMs, c.SeqOverheadMs = math.Exp(x[2]), math.Exp(x[3])
-	return c
+// modelAt is the cost model and front end at log-parameters x of the
+// free parameters; the others stay as they are.
+func (f *File) modelAt(free []int, x []float64) (sim.Calibrated, sim.FrontEnd) {
+	c, fe := f.Cost, f.FrontEnd
+	for j, i := range free {
+		v := max(math.Exp(x[j]), params[i].floor)
+		switch i {
+		case pMBU:
+			c.MBU = v
+		case pPrefill:
+			c.PrefillTPS = v
+		case pStep:
+			c.StepOverheadMs = v
+		case pSeq:
+			c.SeqOverheadMs = v
+		case pRequest:
+			fe.RequestMs = v
+		case pAttention:
+			c.AttentionNsPerPair = v
+		}
+	}
+	return c, fe
 }
 
 // Engine is the simulator's engine configuration the calibration asks for.
@@ -279,6 +408,7 @@ func (f *File) Engine() sim.EngineConfig {
 	if f.MaxBatchedTokens > 0 {
 		e.MaxBatchedTokens = f.MaxBatchedTokens
 	}
+	e.FrontEnd = f.FrontEnd
 	return e
 }
 
@@ -293,14 +423,16 @@ func (f *File) SimConfig() sim.Config {
 	return cfg
 }
 
-// simulate runs p's load in virtual time on cost: its decode TPS p50 and
-// TTFT p50.
-func (f *File) simulate(ctx context.Context, cost sim.Calibrated, p Point) (tps, ttftMs float64, err error) {
+// simulate runs p's load in virtual time on cost behind front end fe: its
+// decode TPS p50 and TTFT p50.
+func (f *File) simulate(ctx context.Context, cost sim.Calibrated, fe sim.FrontEnd, p Point) (tps, ttftMs float64, err error) {
 	// A long level's every request is no better a fit than a few rounds
 	// of its users, and a soak's would take hours over the fit's
 	// hundreds of simulations.
 	n := min(p.Requests, max(8*p.Concurrency, 64))
-	levels, err := sim.Curve(ctx, f.Engine(), cost, sim.CurveConfig{
+	eng := f.Engine()
+	eng.FrontEnd = fe
+	levels, err := sim.Curve(ctx, eng, cost, sim.CurveConfig{
 		Users: []int{p.Concurrency}, Requests: n, PromptTokens: max(p.InputTokens, 1), MaxTokens: max(p.OutputTokens, 2),
 	})
 	if err != nil {
@@ -339,6 +471,9 @@ func Read(path string) (*File, error) {
 	}
 	if err := f.Cost.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: cost: %w", path, err)
+	}
+	if err := f.FrontEnd.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &f, nil
 }

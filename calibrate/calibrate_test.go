@@ -3,8 +3,10 @@ package calibrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,5 +188,125 @@ func TestCausesNamed(t *testing.T) {
 				t.Errorf("a possible deployment named impossible: %q", causes)
 			}
 		})
+	}
+}
+
+// truthCtx is a llama.cpp-like CPU deployment whose tokens cost more the
+// longer their context: truth's costs plus 400 ns per (query, key) pair of
+// attention (a 1,024-token prompt spends 0.21 s attending, 0.51 s in its
+// matmuls), a 5 ms front end per request, four slots and llama.cpp's
+// 2,048-token batch (n_batch), which takes every waiting prompt at once.
+var truthCtx = func() sim.Calibrated {
+	c := truth
+	c.AttentionNsPerPair = 400
+	return c
+}()
+
+var truthFrontEnd = sim.FrontEnd{RequestMs: 5}
+
+// measuredCtx runs truthCtx at each (users, prompt length) level, as a
+// bench of that server would record it.
+func measuredCtx(t *testing.T, levels [][2]int) metrics.Summary {
+	t.Helper()
+	eng := sim.DefaultConfig().Engine
+	eng.MaxNumSeqs, eng.MaxBatchedTokens, eng.FrontEnd = 4, 2048, truthFrontEnd
+	var s metrics.Summary
+	s.Schema = metrics.Schema
+	for _, l := range levels {
+		lv, err := sim.Curve(context.Background(), eng, truthCtx, sim.CurveConfig{Users: []int{l[0]}, Requests: 16, PromptTokens: l[1], MaxTokens: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv[0].Physics = &metrics.Physics{Deployment: "truth", WeightBytes: truth.WeightBytes, KVBytesPerToken: truth.KVBytesPerToken,
+			BandwidthBytesPerSec: truth.BandwidthBytesPerSec, KVCapacityTokens: truth.KVCapacity}
+		s.Levels = append(s.Levels, lv[0])
+	}
+	return s
+}
+
+// predictCtx is f's prediction of users × prompt against the truth.
+func predictCtx(t *testing.T, f *File, users, prompt int) (got, want metrics.Level) {
+	t.Helper()
+	lv, err := sim.Curve(context.Background(), f.Engine(), f.Cost, sim.CurveConfig{Users: []int{users}, Requests: 16, PromptTokens: prompt, MaxTokens: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lv[0], measuredCtx(t, [][2]int{{users, prompt}}).Levels[0]
+}
+
+func within(t *testing.T, what string, got, want, bound float64) {
+	t.Helper()
+	e := got/want - 1
+	t.Logf("%s: predicted %.2f, true %.2f (%+.1f%%)", what, got, want, 100*e)
+	if math.Abs(e) > bound {
+		t.Errorf("%s: predicted %.2f, true %.2f: %.1f%% off, want within %.0f%%", what, got, want, 100*e, 100*bound)
+	}
+}
+
+// TestFitPredictsQueueingPastSlots: fitted on c=1 and c=2 of the
+// four-slot server with llama.cpp's prompt batching, the calibration
+// predicts c=8, where half the users wait for a slot and the waiting
+// prompts are prefilled together, within 15% (TTFT and decode). One
+// prompt length: the fit says it could not fit the cost of context.
+func TestFitPredictsQueueingPastSlots(t *testing.T) {
+	s := measuredCtx(t, [][2]int{{1, 256}, {2, 256}})
+	f, err := FromRun(context.Background(), "run", s, map[string]string{"server_slots": "4"}, Options{MaxBatchedTokens: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fitted %+v; %s", f.Cost, f.Fit.Note)
+	if f.Cost.AttentionNsPerPair != 0 || f.FrontEnd != (sim.FrontEnd{}) || !slices.Equal(f.Fit.PromptLengths, []int{256}) ||
+		!strings.Contains(f.Fit.Note, "all with 256-token prompts: the cost of context (attention) and the front end's time per request are not told apart") {
+		t.Errorf("one prompt length: attention %v, front end %+v, lengths %v, note %q", f.Cost.AttentionNsPerPair, f.FrontEnd, f.Fit.PromptLengths, f.Fit.Note)
+	}
+	got, want := predictCtx(t, f, 8, 256)
+	within(t, "c=8 TTFT p50", got.TTFT.P50, want.TTFT.P50, 0.15)
+	within(t, "c=8 decode TPS p50", got.DecodeTPS.P50, want.DecodeTPS.P50, 0.15)
+}
+
+// TestFitPredictsOtherLengths: fitted on 128- and 512-token prompts (c=1
+// and c=2 each), the calibration predicts 1,024-token prompts, where
+// attention is a third of the prefill, within 15% at c=1, 2 and 4. Fitted
+// on 512 alone, without the cost of context, it misses them by more:
+// the second length is what carries the prediction.
+func TestFitPredictsOtherLengths(t *testing.T) {
+	s := measuredCtx(t, [][2]int{{1, 128}, {2, 128}, {1, 512}, {2, 512}})
+	f, err := FromRun(context.Background(), "run", s, map[string]string{"server_slots": "4"}, Options{MaxBatchedTokens: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fitted %+v, front end %+v, rms %.4f; %s", f.Cost, f.FrontEnd, f.Fit.RMSError, f.Fit.Note)
+	if !slices.Equal(f.Fit.PromptLengths, []int{128, 512}) || !(f.Cost.AttentionNsPerPair > 0) || !strings.Contains(f.Fit.Note, "prompts of 128, 512 tokens: attention and the front end's time per request fitted") {
+		t.Errorf("two lengths: attention %v, lengths %v, note %q", f.Cost.AttentionNsPerPair, f.Fit.PromptLengths, f.Fit.Note)
+	}
+	worst := 0.0
+	for _, users := range []int{1, 2, 4} {
+		got, want := predictCtx(t, f, users, 1024)
+		within(t, fmt.Sprintf("1024 in, c=%d TTFT p50", users), got.TTFT.P50, want.TTFT.P50, 0.15)
+		within(t, fmt.Sprintf("1024 in, c=%d decode TPS p50", users), got.DecodeTPS.P50, want.DecodeTPS.P50, 0.15)
+		worst = max(worst, math.Abs(got.TTFT.P50/want.TTFT.P50-1))
+	}
+
+	one, err := FromRun(context.Background(), "run", measuredCtx(t, [][2]int{{1, 512}, {2, 512}}), map[string]string{"server_slots": "4"}, Options{MaxBatchedTokens: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := predictCtx(t, one, 1, 1024)
+	if e := math.Abs(got.TTFT.P50/want.TTFT.P50 - 1); e <= worst {
+		t.Errorf("fitted on one length, 1024-token TTFT p50 is %.1f%% off, no worse than two lengths' %.1f%%", 100*e, 100*worst)
+	}
+}
+
+// TestFitSaysAtBound: a parameter that ends at the end of its range is
+// named in the fit and its note.
+func TestFitSaysAtBound(t *testing.T) {
+	f := &File{Cost: sim.Calibrated{MBU: 1, PrefillTPS: 100, StepOverheadMs: params[pStep].floor, SeqOverheadMs: 0.2}}
+	got := f.atBound([]int{pMBU, pPrefill, pStep, pSeq})
+	want := []string{"memory efficiency 100.0% (at most 100%)", "per-step overhead 0 (none)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("atBound = %q, want %q", got, want)
+	}
+	if n := fitNote(2, []int{256}, got); !strings.Contains(n, "at a bound: memory efficiency 100.0% (at most 100%), per-step overhead 0 (none)") {
+		t.Errorf("note %q", n)
 	}
 }

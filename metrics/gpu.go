@@ -34,4 +34,20 @@ type GPU struct {
 	// EnergyPricePerKWh (bench --energy-price).
 	EnergyPricePerKWh    float64 `json:"energy_price_per_kwh,omitempty"`
 	EnergyCostPerMillion float64 `json:"energy_cost_per_million_output_tokens,omitempty"`
+	// Timeline is the level's first run as the counters saw it, at most
+	// MaxGPUTimeline points (consecutive samples averaged when there were
+	// more), for report.html's power and memory-activity timeline.
+	Timeline []GPUSample `json:"timeline,omitempty"`
+}
+
+// MaxGPUTimeline bounds a level's GPU timeline.
+const MaxGPUTimeline = 1200
+
+// GPUSample is the counters at one instant of a level: AtMs from the
+// start of its run, all GPUs' power summed, and their mean memory
+// activity (0–1; nil where the counters lack it).
+type GPUSample struct {
+	AtMs           float64  `json:"at_ms"`
+	PowerWatts     float64  `json:"power_w"`
+	MemoryActivity *float64 `json:"memory_activity,omitempty"`
 }

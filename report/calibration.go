@@ -19,6 +19,10 @@ func CalibrationText(w io.Writer, f *calibrate.File, out string) error {
 		100*c.MBU, c.BandwidthBytesPerSec/1e9, c.WeightBytes/1e6, c.KVBytesPerToken)
 	fmt.Fprintf(&b, "  prefill (and decode) rate %.0f tokens/s of compute\n", c.PrefillTPS)
 	fmt.Fprintf(&b, "  overhead                  %.3f ms a step, %.3f ms a sequence\n", c.StepOverheadMs, c.SeqOverheadMs)
+	if len(f.Fit.PromptLengths) > 1 {
+		fmt.Fprintf(&b, "  attention                 %.3g ns a (query, key) pair of context\n", c.AttentionNsPerPair)
+		fmt.Fprintf(&b, "  front end                 %.3f ms a request before the engine has it\n", f.FrontEnd.RequestMs)
+	}
 	if f.MaxBatch > 0 {
 		fmt.Fprintf(&b, "  engine                    at most %d sequences at once\n", f.MaxBatch)
 	}

@@ -139,10 +139,10 @@ func WriteHTML(w io.Writer, p Page) error {
 		}
 		if tl, ok := NewTimeline(p.Records, li, timelineBins(n)); ok {
 			d.TimelineOf = s.Levels[li].Load.String()
-			d.Timeline = timeCharts(tl, d.TimelineOf, chartW)
+			d.Timeline = timeCharts(tl, d.TimelineOf, chartW, s.Levels[li].GPU)
 			// Zoomed: 4× the width in 4× finer bins, scrolled sideways.
 			if wide, ok := NewTimeline(p.Records, li, 4*timelineBins(n)); ok {
-				d.Zoom = timeCharts(wide, d.TimelineOf, 4*chartW)
+				d.Zoom = timeCharts(wide, d.TimelineOf, 4*chartW, s.Levels[li].GPU)
 			}
 		}
 		total := n
@@ -446,7 +446,7 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <h2>Degradation curve and latency</h2>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 {{if .Timeline}}<h2>Timeline of {{.TimelineOf}}</h2>
-<p>The level with the most requests, in equal time bins: output tokens streamed per second (each chunk's tokens when it arrived), the requests in flight (sent, response not yet ended), the TTFT of the requests that started in each bin (p50 and the slowest), and the failed requests by when they ended.</p>
+<p>The level with the most requests, in equal time bins: output tokens streamed per second (each chunk's tokens when it arrived), the GPUs' power and memory activity when bench sampled their counters (its first run, as sampled), the requests in flight (sent, response not yet ended), the TTFT of the requests that started in each bin (p50 and the slowest), and the failed requests by when they ended.</p>
 <div class="charts">{{range .Timeline}}{{.}}{{end}}</div>
 {{if .Zoom}}<details class="zoom"><summary>Zoom: the timeline four times wider, in bins four times finer (scroll sideways)</summary><div>{{range .Zoom}}{{.}}{{end}}</div></details>{{end}}{{end}}
 {{if .Explorer}}<h2>Requests of {{.TimelineOf}}</h2>

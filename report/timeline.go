@@ -140,9 +140,11 @@ func NewTimeline(recs []metrics.Record, level, bins int) (tl Timeline, ok bool) 
 // timeCharts draws a timeline over the level's time in seconds, charts w
 // wide: tokens/s per bin as bars, requests in flight as a step line, the
 // TTFT of the requests started per bin, and failures when there were any.
-func timeCharts(tl Timeline, name string, w float64) []template.HTML {
+func timeCharts(tl Timeline, name string, w float64, gpu *metrics.GPU) []template.HTML {
 	f := timeFrame{tl: tl, w: w, pw: w - padL - padR, ph: chartH - padT - padB}
-	charts := []template.HTML{f.tokens(name), f.inFlight(name)}
+	charts := []template.HTML{f.tokens(name)}
+	charts = append(charts, f.gpu(name, gpu)...)
+	charts = append(charts, f.inFlight(name))
 	if c, ok := f.ttft(name); ok {
 		charts = append(charts, c)
 	}
@@ -150,6 +152,60 @@ func timeCharts(tl Timeline, name string, w float64) []template.HTML {
 		charts = append(charts, c)
 	}
 	return charts
+}
+
+// gpu draws the GPUs' power and, when the counters gave it, their memory
+// activity over the level's first run (bench --gpu-telemetry), on the
+// tokens/s chart's time axis: none without a GPU timeline.
+func (f timeFrame) gpu(name string, g *metrics.GPU) []template.HTML {
+	if g == nil || len(g.Timeline) == 0 {
+		return nil
+	}
+	top, hasMem := 0.0, false
+	for _, p := range g.Timeline {
+		top = max(top, p.PowerWatts)
+		hasMem = hasMem || p.MemoryActivity != nil
+	}
+	charts := []template.HTML{f.samples("GPU power over time at "+name, "W", top, "#ff7f0e", g.Timeline,
+		func(p metrics.GPUSample) (float64, bool) { return p.PowerWatts, true },
+		func(v float64) string { return num(v, 1) + " W" })}
+	if hasMem {
+		charts = append(charts, f.samples("GPU memory activity over time at "+name, "% busy", 100, "#9467bd", g.Timeline,
+			func(p metrics.GPUSample) (float64, bool) {
+				if p.MemoryActivity == nil {
+					return 0, false
+				}
+				return 100 * *p.MemoryActivity, true
+			},
+			func(v float64) string { return num(v, 1) + "% of cycles the memory was busy" }))
+	}
+	return charts
+}
+
+// samples draws one value of each GPU sample within the level as a line
+// through points, each with its value as a tooltip.
+func (f timeFrame) samples(title, unit string, top float64, color string, pts []metrics.GPUSample,
+	value func(metrics.GPUSample) (float64, bool), label func(float64) string) template.HTML {
+	var b strings.Builder
+	ymax := f.open(&b, title, unit, top)
+	var line []string
+	var dots strings.Builder
+	for _, p := range pts {
+		v, ok := value(p)
+		if !ok || p.AtMs > f.tl.EndMs {
+			continue
+		}
+		x, y := f.x(p.AtMs), padT+f.ph*(1-v/ymax)
+		line = append(line, fmt.Sprintf("%.1f,%.1f", x, y))
+		fmt.Fprintf(&dots, `<circle class="gpu" cx="%.1f" cy="%.1f" r="2" fill="%s"><title>%s s: %s</title></circle>`,
+			x, y, color, trimNum(math.Round(p.AtMs)/1000), label(v))
+	}
+	if len(line) > 1 {
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, color, strings.Join(line, " "))
+	}
+	b.WriteString(dots.String())
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
 }
 
 // timeFrame is a timeline chart's frame: the level's time across w.

@@ -88,6 +88,9 @@ type EngineConfig struct {
 	MeanOutputTokens int
 	// Spec enables speculative decoding.
 	Spec Spec
+	// FrontEnd is what the server spends outside the model's steps; the
+	// zero value is nothing.
+	FrontEnd FrontEnd
 }
 
 // Defaults for EngineConfig.
@@ -132,8 +135,9 @@ type Request struct {
 	// ID identifies the request; it must be unique among live requests and
 	// seeds the request's random draws.
 	ID uint64
-	// Arrival is the engine time at which the request reaches the engine;
-	// it is admitted no earlier.
+	// Arrival is the engine time at which the request reaches the server;
+	// it is admitted no earlier, and with a front end only once that has
+	// handled it.
 	Arrival time.Duration
 	// PromptTokens is the prompt length (at least 1).
 	PromptTokens int
@@ -155,7 +159,11 @@ type Emit struct {
 
 // StepResult describes one engine iteration.
 type StepResult struct {
-	Start, End   time.Duration
+	Start, End time.Duration
+	// Delivered is when the step's chunks reach their clients: End, or
+	// later when the front end is still writing out earlier steps' chunks
+	// and then this step's.
+	Delivered    time.Duration
 	Step         Step
 	Emits        []Emit // valid until the next call to Engine.Step
 	Running      int    // sequences in the batch after the step
@@ -170,7 +178,8 @@ var ErrTooLong = errors.New("request does not fit in the KV cache")
 
 type seq struct {
 	req       Request
-	target    int // output tokens it will produce
+	admit     time.Duration // when the engine has it: arrival, then the front end
+	target    int           // output tokens it will produce
 	finish    Finish
 	generated int // output tokens emitted so far
 	computed  int // tokens whose KV is in the cache
@@ -206,6 +215,8 @@ type Engine struct {
 	waiting []*seq // FIFO; preempted sequences go back to the front
 	kvUsed  int
 	emits   []Emit
+	// The front end's tokenizer and output workers are busy until these.
+	tokFree, outFree time.Duration
 }
 
 // NewEngine returns an engine at engine time zero.
@@ -221,6 +232,9 @@ func NewEngine(cfg EngineConfig, cost Cost) (*Engine, error) {
 		return nil, fmt.Errorf("mean output tokens %d: must be >= 0", cfg.MeanOutputTokens)
 	}
 	if err := cfg.Spec.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.FrontEnd.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.MaxBatchedTokens < 1+cfg.Spec.DraftTokens {
@@ -275,7 +289,11 @@ func (e *Engine) Submit(r Request) error {
 		return fmt.Errorf("request %d: %d prompt + %d output tokens, cache holds %d: %w",
 			r.ID, r.PromptTokens, r.MaxTokens, e.kvCap, ErrTooLong)
 	}
-	s := &seq{req: r, prefill: r.PromptTokens, rng: newRNG(e.cfg.Seed, r.ID, 1)}
+	s := &seq{req: r, admit: r.Arrival, prefill: r.PromptTokens, rng: newRNG(e.cfg.Seed, r.ID, 1)}
+	if fe := e.cfg.FrontEnd; !fe.Zero() {
+		e.tokFree = max(r.Arrival+fe.in(), e.tokFree) + fe.tokenize(r.PromptTokens)
+		s.admit = e.tokFree
+	}
 	s.target, s.finish = e.drawLength(r, s.rng)
 	e.waiting = append(e.waiting, s)
 	return nil
@@ -331,8 +349,8 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	if e.Idle() {
 		return StepResult{}, false
 	}
-	if len(e.running) == 0 && e.waiting[0].req.Arrival > e.now {
-		e.now = e.waiting[0].req.Arrival
+	if len(e.running) == 0 && e.waiting[0].admit > e.now {
+		e.now = e.waiting[0].admit
 	}
 	spec := e.cfg.Spec
 	perDecode := 1
@@ -383,7 +401,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	// 3. Admit waiting requests in FIFO order.
 	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 		s := e.waiting[0]
-		if s.req.Arrival > e.now || e.kvUsed+need+s.prefill > e.kvCap {
+		if s.admit > e.now || e.kvUsed+need+s.prefill > e.kvCap {
 			break
 		}
 		e.waiting = e.waiting[1:]
@@ -408,12 +426,14 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	} else {
 		dur = e.cost.StepTime(costStep)
 	}
+	dur += e.cfg.FrontEnd.schedule(len(e.running))
 	if dur <= 0 {
 		dur = time.Nanosecond
 	}
 	res.Start = e.now
 	e.now += dur
 	res.End = e.now
+	res.Delivered = res.End
 	res.Step = st
 	res.Preempted = preempted
 
@@ -458,6 +478,10 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	clear(e.running[len(kept):])
 	e.running = kept
 	res.Emits = e.emits
+	if out := e.cfg.FrontEnd.output(len(e.emits)); out > 0 {
+		e.outFree = max(e.outFree, res.End) + out
+		res.Delivered = e.outFree
+	}
 	res.Running = len(e.running)
 	res.Waiting = len(e.waiting)
 	res.KVUsedTokens = e.kvUsed

@@ -21,6 +21,9 @@ type Preset struct {
 	SpecDraftTokens        int
 	SpecAcceptance         float64
 	SpecDraftCost          float64
+	// FrontEnd is the server's time outside the model's steps (the zero
+	// value: none; VLLMFrontEnd for vLLM's).
+	FrontEnd FrontEnd
 }
 
 // PresetError is a Preset field out of range or not in the catalog; Field
@@ -56,6 +59,8 @@ func (p Preset) Config() (Config, error) {
 		return cfg, presetErrorf("spec-acceptance", "must be between 0 and 1, got %v", p.SpecAcceptance)
 	case p.SpecDraftCost < 0 || math.IsNaN(p.SpecDraftCost):
 		return cfg, presetErrorf("spec-draft-cost", "must be 0 or more, got %v", p.SpecDraftCost)
+	case p.FrontEnd.Validate() != nil:
+		return cfg, &PresetError{Field: "front-end", Err: p.FrontEnd.Validate()}
 	case p.MaxBatchedTokens < 1+p.SpecDraftTokens:
 		return cfg, presetErrorf("max-batched-tokens", "%d cannot hold one speculative step of %d tokens (--spec-draft-tokens + 1)",
 			p.MaxBatchedTokens, 1+p.SpecDraftTokens)
@@ -63,7 +68,7 @@ func (p Preset) Config() (Config, error) {
 	cfg.Model, cfg.Quant, cfg.Hardware, cfg.GPUs = p.Model, p.Quant, p.Hardware, p.GPUs
 	cfg.Engine = EngineConfig{
 		MaxNumSeqs: p.MaxBatch, MaxBatchedTokens: p.MaxBatchedTokens, Seed: p.Seed,
-		MeanOutputTokens: p.MeanOutputTokens,
+		MeanOutputTokens: p.MeanOutputTokens, FrontEnd: p.FrontEnd,
 	}
 	if p.SpecDraftTokens > 0 {
 		cfg.Engine.Spec = Spec{DraftTokens: p.SpecDraftTokens, Acceptance: p.SpecAcceptance, DraftCostRatio: p.SpecDraftCost}

@@ -472,17 +472,19 @@ func (s *Server) loop(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		if !sleepUntil(ctx, timer, s.base.Add(res.End)) {
+		// The step's chunks leave when the front end has written them
+		// out (at its end without a front end).
+		if !sleepUntil(ctx, timer, s.base.Add(res.Delivered)) {
 			return
 		}
 		if s.cfg.onWake != nil {
-			s.cfg.onWake(time.Since(s.base.Add(res.End)))
+			s.cfg.onWake(time.Since(s.base.Add(res.Delivered)))
 		}
 		if s.cfg.onStep != nil {
 			s.cfg.onStep(res.End - res.Start)
 		}
-		if late := time.Since(s.base.Add(res.End)); late > resyncAfter {
-			s.eng.AdvanceTo(res.End + late)
+		if late := time.Since(s.base.Add(res.Delivered)); late > resyncAfter {
+			s.eng.AdvanceTo(res.Delivered + late)
 		}
 		// One hand-off per writer per step, not a wake-up per stream.
 		jobs := make([][]job, len(s.writers))
@@ -494,7 +496,7 @@ func (s *Server) loop(ctx context.Context) {
 			if st == nil {
 				continue
 			}
-			c := chunk{at: res.End, first: em.First, tokens: em.Tokens, finish: em.Finish}
+			c := chunk{at: res.Delivered, first: em.First, tokens: em.Tokens, finish: em.Finish}
 			if st.sink != nil {
 				w := s.writerFor(em.ID)
 				jobs[w] = append(jobs[w], job{st: st, c: c})

@@ -692,3 +692,29 @@ func TestMaxConnsQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestServerFrontEnd: the HTTP server keeps the front end's instants. With
+// 2 ms steps, 40 ms a request and 20 ms a chunk on one output worker, a
+// three-token answer's first token cannot reach the client before
+// 40 + 2 + 20 = 62 ms, nor its last before 62 + 2 × 20 = 102 ms (the
+// engine alone: 2 and 6 ms). Lower bounds only: a busy machine makes the
+// answer later, never earlier.
+func TestServerFrontEnd(t *testing.T) {
+	_, hs := testServer(t, func(c *Config) { c.Engine.FrontEnd = FrontEnd{RequestMs: 40, ChunkUs: 20_000} })
+	t0 := time.Now()
+	resp := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a b c","max_tokens":3,"stream":true}`)
+	defer resp.Body.Close()
+	var at []time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: {") {
+			at = append(at, time.Since(t0))
+		}
+	}
+	if len(at) != 3 {
+		t.Fatalf("%d token chunks, want 3", len(at))
+	}
+	if at[0] < 62*ms || at[2] < 102*ms {
+		t.Errorf("first token at %v, last at %v: want no earlier than 62 ms and 102 ms", at[0], at[2])
+	}
+}

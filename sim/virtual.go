@@ -119,16 +119,16 @@ func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load Closed
 		}
 		for _, em := range res.Emits {
 			tr := &traces[em.ID]
-			tr.ChunkAt = append(tr.ChunkAt, res.End)
+			tr.ChunkAt = append(tr.ChunkAt, res.Delivered)
 			tr.ChunkTokens = append(tr.ChunkTokens, em.Tokens)
 			tr.OutputTokens += em.Tokens
 			if em.Finish != FinishNone {
 				tr.Finish = em.Finish
-				if err := start(res.End); err != nil { // earlier first arrivals go first
+				if err := start(res.Delivered); err != nil { // earlier first arrivals go first
 					return nil, err
 				}
 				if sent < load.Requests {
-					if err := submit(tr.User, res.End); err != nil {
+					if err := submit(tr.User, res.Delivered); err != nil {
 						return nil, err
 					}
 				}

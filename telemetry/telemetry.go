@@ -130,9 +130,49 @@ func (s *Sampler) WaitSamples(ctx context.Context, n int) error {
 
 // Level folds a level's runs: each run's samples and its duration.
 type Level struct {
-	Source  string
-	samples []Sample
-	energy  float64 // joules
+	Source   string
+	samples  []Sample
+	energy   float64 // joules
+	timeline []metrics.GPUSample
+}
+
+// AddRun is Add, keeping the level's first run with samples as its
+// timeline, at the samples' times from t0, the run's start.
+func (l *Level) AddRun(t0 time.Time, samples []Sample, durationS float64) {
+	if l.timeline == nil {
+		l.timeline = timeline(t0, samples)
+	}
+	l.Add(samples, durationS)
+}
+
+// timeline is samples from t0 in at most metrics.MaxGPUTimeline points,
+// each the mean of consecutive samples when there are more. A sample
+// from before t0 (the reading in force when the run began) is at 0.
+func timeline(t0 time.Time, samples []Sample) []metrics.GPUSample {
+	if len(samples) == 0 {
+		return nil
+	}
+	per := (len(samples) + metrics.MaxGPUTimeline - 1) / metrics.MaxGPUTimeline
+	var out []metrics.GPUSample
+	for i := 0; i < len(samples); i += per {
+		group := samples[i:min(i+per, len(samples))]
+		p := metrics.GPUSample{AtMs: max(0, float64(group[0].At.Sub(t0))/float64(time.Millisecond))}
+		var mem float64
+		nMem := 0
+		for _, x := range group {
+			p.PowerWatts += x.PowerWatts / float64(len(group))
+			if x.HasMemoryActivity {
+				mem += x.MemoryActivity
+				nMem++
+			}
+		}
+		if nMem > 0 {
+			v := mem / float64(nMem)
+			p.MemoryActivity = &v
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Add is one run of the level: its samples and how long it ran.
@@ -154,7 +194,7 @@ func (l *Level) GPU(outputTokens int, pricePerKWh float64) *metrics.GPU {
 	if len(l.samples) == 0 {
 		return nil
 	}
-	g := &metrics.GPU{Source: l.Source, Samples: len(l.samples), EnergyJoules: l.energy}
+	g := &metrics.GPU{Source: l.Source, Samples: len(l.samples), EnergyJoules: l.energy, Timeline: l.timeline}
 	var power []float64
 	var mem, sm, clock float64
 	var nMem, nSM int

@@ -91,6 +91,38 @@ func TestLevelEnergy(t *testing.T) {
 	}
 }
 
+// TestLevelTimeline: the level keeps its first run's samples, at their
+// times from the run's start; a reading from before it sits at 0. 3,000
+// samples 100 ms apart, power i W, are averaged three at a time into
+// 1,000 points: point k at 300·k ms, (3k + 1) W. A second run adds to the
+// figures, not to the timeline.
+func TestLevelTimeline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	run := []Sample{{At: t0.Add(-50 * time.Millisecond), PowerWatts: 7, MemoryActivity: 0.25, HasMemoryActivity: true}}
+	var long []Sample
+	for i := range 3000 {
+		long = append(long, Sample{At: t0.Add(time.Duration(i) * 100 * time.Millisecond), PowerWatts: float64(i)})
+	}
+	l := Level{}
+	l.AddRun(t0, run, 1)
+	l.AddRun(t0, long, 300)
+	tl := l.GPU(10, 0).Timeline
+	if len(tl) != 1 || tl[0].AtMs != 0 || tl[0].PowerWatts != 7 || tl[0].MemoryActivity == nil || *tl[0].MemoryActivity != 0.25 {
+		t.Fatalf("first run's timeline %+v", tl)
+	}
+	l = Level{}
+	l.AddRun(t0, long, 300)
+	tl = l.GPU(10, 0).Timeline
+	if len(tl) != 1000 {
+		t.Fatalf("%d points, want 1000", len(tl))
+	}
+	for k, p := range tl {
+		if !near(p.AtMs, float64(300*k)) || !near(p.PowerWatts, float64(3*k+1)) || p.MemoryActivity != nil {
+			t.Fatalf("point %d = %+v, want at %d ms, %d W, no memory activity", k, p, 300*k, 3*k+1)
+		}
+	}
+}
+
 // TestDCGMSampler: a loopback exporter serving the recorded page is
 // sampled until Close; the window holds its readings.
 func TestDCGMSampler(t *testing.T) {

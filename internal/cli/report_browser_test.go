@@ -41,6 +41,12 @@ type pageFacts struct {
 	SLOFail   int      `json:"sloFail"`
 	Broken    int      `json:"broken"`
 	PageWidth int      `json:"pageWidth"`
+	// The GPU timeline's charts (bench --gpu-telemetry): their titles,
+	// how many are laid out at size with a line drawn, and the tooltip
+	// of each one's first point.
+	GPUCharts []string `json:"gpuCharts"`
+	GPUDrawn  int      `json:"gpuDrawn"`
+	GPUTips   []string `json:"gpuTips"`
 }
 
 // TestReportInChromium opens the report.html of a real run against the
@@ -196,6 +202,12 @@ func inChromium(t *testing.T, bin, path string) (facts pageFacts, shot, pdf []by
 			sloFail: document.querySelectorAll("table.slo td.fail").length,
 			broken: document.querySelectorAll("table.slo td.broken").length,
 			pageWidth: document.documentElement.scrollWidth,
+			gpuCharts: svgs.filter(s => (s.getAttribute("aria-label") || "").startsWith("GPU ")).map(s => s.getAttribute("aria-label")),
+			gpuDrawn: svgs.filter(s => (s.getAttribute("aria-label") || "").startsWith("GPU ")).filter(s => {
+				const r = s.getBoundingClientRect(), l = s.querySelector("polyline");
+				return r.width >= 200 && r.height >= 100 && l && l.getBoundingClientRect().width > 100; }).length,
+			gpuTips: svgs.filter(s => (s.getAttribute("aria-label") || "").startsWith("GPU ")).map(s =>
+				(s.querySelector("circle.gpu > title") || {}).textContent || ""),
 			zoomWidth: (() => { const z = document.querySelector("details.zoom"); if (!z) return 0; z.open = true;
 				const d = z.querySelector("div"); const w = d.scrollWidth > d.clientWidth ? d.scrollWidth : 0; z.open = false; return w; })(),
 		};

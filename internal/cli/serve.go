@@ -23,6 +23,7 @@ type simFlags struct {
 	specDraft              int
 	specAccept, specCost   float64
 	calibration            string
+	frontEnd               string
 	cal                    *calibrate.File
 }
 
@@ -39,8 +40,12 @@ func (f *simFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.specDraft, "spec-draft-tokens", 0, "speculative decoding draft length k (0 disables)")
 	fs.Float64Var(&f.specAccept, "spec-acceptance", 0.7, "speculative decoding per-token acceptance rate")
 	fs.Float64Var(&f.specCost, "spec-draft-cost", 0.05, "draft step cost relative to a target decode step")
+	fs.StringVar(&f.frontEnd, "front-end", "none", "the server's time outside the model's steps: none, or vllm (vLLM's HTTP server, tokenizer, scheduler and detokenizer, from published measurements; docs/simulator.md)")
 	fs.StringVar(&f.calibration, "calibration", "", "a calibration file (tokbench calibrate): simulate that measured deployment instead of --model/--quant/--hardware")
 }
+
+// frontEnds are --front-end's values.
+var frontEnds = map[string]sim.FrontEnd{"none": {}, "vllm": sim.VLLMFrontEnd}
 
 // config validates the flags and builds the simulator configuration.
 // set reports whether the user gave a flag.
@@ -48,8 +53,13 @@ func (f *simFlags) config(set func(string) bool) (sim.Config, error) {
 	if f.calibration != "" {
 		return f.calibrated(set)
 	}
+	fe, ok := frontEnds[f.frontEnd]
+	if !ok {
+		return sim.Config{}, usagef("--front-end: unknown %q (known: none, vllm)", f.frontEnd)
+	}
 	cfg, err := sim.Preset{
-		Model: f.model, Quant: f.quant, Hardware: f.hardware, GPUs: f.gpus,
+		FrontEnd: fe,
+		Model:    f.model, Quant: f.quant, Hardware: f.hardware, GPUs: f.gpus,
 		MaxBatch: f.maxBatch, MaxBatchedTokens: f.maxTokens, Seed: f.seed, MeanOutputTokens: f.meanOutput,
 		SpecDraftTokens: f.specDraft, SpecAcceptance: f.specAccept, SpecDraftCost: f.specCost,
 	}.Config()
@@ -65,7 +75,7 @@ func (f *simFlags) config(set func(string) bool) (sim.Config, error) {
 // calibrated is the simulator of a calibration file: its fitted cost
 // model and engine limits, the flags' engine settings where given.
 func (f *simFlags) calibrated(set func(string) bool) (sim.Config, error) {
-	for _, name := range []string{"model", "quant", "hardware", "gpus"} {
+	for _, name := range []string{"model", "quant", "hardware", "gpus", "front-end"} {
 		if set(name) {
 			return sim.Config{}, usagef("--%s: --calibration gives the deployment; leave --%s out", name, name)
 		}
@@ -97,7 +107,11 @@ func (f *simFlags) preset() string {
 		}
 		return fmt.Sprintf("CALIBRATED %s (fitted to %s, rms error %.1f%%%s)", f.cal.Deployment, f.cal.Run, 100*f.cal.Fit.RMSError, refused)
 	}
-	return fmt.Sprintf("%s %s on %d× %s", f.model, f.quant, f.gpus, f.hardware)
+	fe := ""
+	if f.frontEnd == "vllm" {
+		fe = " behind vLLM's front end"
+	}
+	return fmt.Sprintf("%s %s on %d× %s%s", f.model, f.quant, f.gpus, f.hardware, fe)
 }
 
 func newServeCmd(env Env) *cobra.Command {

@@ -61,6 +61,34 @@ func TestSimulateTable(t *testing.T) {
 	}
 }
 
+// TestSimulateFrontEnd: one user's TTFT behind vLLM's front end is the
+// engine's plus 4 ms of request, 100 prompt tokens at 10 µs, one
+// sequence's scheduling (12.7 µs) and one chunk written out (29 µs).
+func TestSimulateFrontEnd(t *testing.T) {
+	ttft := func(args ...string) float64 {
+		t.Helper()
+		code, stdout, stderr := runCLI(t.Context(), nil, append([]string{"simulate", "--concurrency", "1",
+			"--requests", "4", "--input-tokens", "100", "--output-tokens", "20", "--format", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var got struct {
+			Levels []metrics.Level `json:"levels"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || len(got.Levels) != 1 || got.Levels[0].TTFT.Min != got.Levels[0].TTFT.Max {
+			t.Fatalf("%v: %v\n%s", args, err, stdout)
+		}
+		return got.Levels[0].TTFT.P50
+	}
+	none, vllm := ttft(), ttft("--front-end", "vllm")
+	if want := 4 + 100*0.010 + 0.0127 + 0.029; math.Abs(vllm-none-want) > 1e-6 {
+		t.Errorf("TTFT %.6f ms behind vLLM's front end, %.6f without: %.6f more, want %.6f", vllm, none, vllm-none, want)
+	}
+	if none2 := ttft("--front-end", "none"); none2 != none {
+		t.Errorf("--front-end none: TTFT %.6f, default %.6f", none2, none)
+	}
+}
+
 func TestSimBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -80,6 +108,8 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"serve", "--gpus", "0"}, "--gpus"},
 		{[]string{"serve", "--model", "llama-3.1-405b"}, "--model"}, // does not fit on one H100
 		{[]string{"serve", "--max-batch", "0"}, "--max-batch"},
+		{[]string{"simulate", "--front-end", "sglang"}, "--front-end"},
+		{[]string{"serve", "--front-end", "vllm", "--calibration", "cal.json"}, "--front-end"},
 	} {
 		code, _, stderr := runCLI(t.Context(), nil, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.flag) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

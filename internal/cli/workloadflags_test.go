@@ -7,11 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tokbench/tokbench/internal/fakellm"
-	"github.com/tokbench/tokbench/metrics"
-	"github.com/tokbench/tokbench/tokenize"
 )
 
 func TestBenchWorkloadBadInput(t *testing.T) {
@@ -79,46 +76,6 @@ func TestBenchWorkloadBadInput(t *testing.T) {
 	}
 	if n := len(srv.Bodies()); n != 0 {
 		t.Errorf("bad input sent %d requests", n)
-	}
-}
-
-func TestBenchInputSweepAndMinTokens(t *testing.T) {
-	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 4, Usage: true})
-	defer srv.Close()
-	code, stdout, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
-		"--input-tokens", "16,40", "--concurrency", "1,2", "--requests", "2", "--warmup", "0",
-		"--output-tokens", "4", "--min-tokens", "3", "--prefix-tokens", "8", "--format", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var s metrics.Summary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatal(err)
-	}
-	want := []struct{ c, in int }{{1, 16}, {2, 16}, {1, 40}, {2, 40}}
-	if len(s.Levels) != len(want) {
-		t.Fatalf("%d levels, want 4", len(s.Levels))
-	}
-	for i, w := range want {
-		lv := s.Levels[i]
-		if lv.Load.Concurrency != w.c || lv.Load.InputTokens != w.in || lv.InputTokensRequested != 2*(8+w.in) {
-			t.Errorf("level %d: load %+v, input requested %d, want c=%d in=%d and %d", i, lv.Load, lv.InputTokensRequested, w.c, w.in, 2*(8+w.in))
-		}
-	}
-	tok, _ := tokenize.Get("cl100k_base")
-	for i, b := range srv.Bodies() {
-		msgs := b["messages"].([]any)
-		text := msgs[0].(map[string]any)["content"].(string)
-		wantTok := 8 + 16
-		if i >= 4 {
-			wantTok = 8 + 40
-		}
-		if got := tok.Count(text); got != wantTok {
-			t.Errorf("request %d: prompt of %d tokens, want %d", i, got, wantTok)
-		}
-		if b["min_tokens"] != 3.0 {
-			t.Errorf("request %d: min_tokens %v, want 3", i, b["min_tokens"])
-		}
 	}
 }
 
