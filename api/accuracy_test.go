@@ -221,6 +221,7 @@ func TestByName(t *testing.T) {
 		"openai-chat": "openai-chat", "openai-completions": "openai-completions", "openai-responses": "openai-responses",
 		"anthropic": "anthropic", "ollama": "ollama-chat", "ollama-chat": "ollama-chat", "ollama-generate": "ollama-generate",
 		"llamacpp": "llamacpp", "tgi": "tgi",
+		"openai-embeddings": "openai-embeddings", "ollama-embed": "ollama-embed", "tei-embed": "tei-embed",
 	}
 	for _, n := range api.Names {
 		a, err := api.ByName(n)

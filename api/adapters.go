@@ -20,6 +20,7 @@ import (
 var Names = []string{
 	"openai-chat", "openai-completions", "openai-responses", "anthropic",
 	"ollama-chat", "ollama", "ollama-generate", "llamacpp", "tgi",
+	"openai-embeddings", "ollama-embed", "tei-embed",
 }
 
 // ByName returns the adapter for an --api spelling ("ollama" is
@@ -42,6 +43,8 @@ func ByName(name string) (Adapter, error) {
 		return LlamaCpp{}, nil
 	case "tgi":
 		return TGI{}, nil
+	case EmbedOpenAI, EmbedOllama, EmbedTEI:
+		return Embeddings{API: name}, nil
 	}
 	return nil, fmt.Errorf("unknown API %q (known: %s, auto)", name, strings.Join(Names, ", "))
 }

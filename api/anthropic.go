@@ -49,6 +49,9 @@ func (Anthropic) NewHTTPRequest(ctx context.Context, base string, req *Request) 
 	if len(system) > 0 {
 		body["system"] = strings.Join(system, "\n")
 	}
+	if len(req.Tools) > 0 {
+		body["tools"] = anthropicTools(req.Tools)
+	}
 	hreq, err := postJSON(ctx, endpoint, body, req.Extra, "text/event-stream")
 	if err != nil {
 		return nil, err
@@ -77,7 +80,10 @@ type anthropicEvent struct {
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
-	Usage *anthropicUsage `json:"usage"`
+	Usage        *anthropicUsage `json:"usage"`
+	ContentBlock *struct {
+		Type string `json:"type"`
+	} `json:"content_block"`
 }
 
 // Decode implements Adapter.
@@ -110,7 +116,15 @@ func (Anthropic) Decode(body io.Reader, resp *Response) {
 					addChunk(resp, ev.At, "", d.Thinking)
 				case "input_json_delta":
 					addChunk(resp, ev.At, d.PartialJSON, "")
+					if resp.ToolCallAt.IsZero() {
+						resp.ToolCallAt = ev.At
+					}
+					resp.ToolArgs = append(resp.ToolArgs, d.PartialJSON...)
 				}
+			}
+		case "content_block_start":
+			if b := e.ContentBlock; b != nil && b.Type == "tool_use" && resp.ToolCallAt.IsZero() {
+				resp.ToolCallAt = ev.At
 			}
 		case "message_delta":
 			if e.Delta != nil && e.Delta.StopReason != "" {

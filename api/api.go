@@ -42,10 +42,20 @@ type Request struct {
 	IgnoreEOS bool
 	// Extra fields merged into the JSON body, overriding the defaults.
 	Extra map[string]any
+	// Inputs are the texts of an embeddings request (see Embeddings),
+	// which has no messages.
+	Inputs []string
+	// Tools are function definitions the model may call (chat APIs that
+	// take them: OpenAI chat, Anthropic).
+	Tools []Tool
 }
 
-// Prompt is the request's text as one string (messages joined by newlines).
+// Prompt is the request's text as one string (messages, or an embeddings
+// request's inputs, joined by newlines).
 func (r *Request) Prompt() string {
+	if len(r.Messages) == 0 && len(r.Inputs) > 0 {
+		return strings.Join(r.Inputs, "\n") // an embeddings request's
+	}
 	if len(r.Messages) == 1 {
 		return r.Messages[0].Content
 	}
@@ -104,6 +114,13 @@ type Response struct {
 	// Server is the server's own account of the request's timing, where
 	// its stream carries one (llama.cpp's timings, Ollama's durations).
 	Server *ServerTiming
+	// Embedding is an embeddings answer's account (nil for a stream).
+	Embedding *Embedding
+	// ToolCallAt is the arrival of the first tool-call delta (zero when
+	// the model called none); ToolArgs the tool calls' argument text, as
+	// streamed (it is in the chunks' Text too: output tokens).
+	ToolCallAt time.Time
+	ToolArgs   []byte
 
 	// ErrorClass is empty on success; otherwise why the request failed.
 	ErrorClass Class
@@ -111,6 +128,7 @@ type Response struct {
 	RetryAfter string
 
 	chunks *atomic.Int64 // Client.Chunks
+	inputs int           // an embeddings request's inputs, which its answer must match
 }
 
 // addChunk appends c, counting it live.
@@ -179,6 +197,7 @@ type Prepared struct {
 	err       error
 	used      bool
 	maxTokens int // the request's output budget (0: the server's)
+	inputs    int // an embeddings request's inputs
 }
 
 // Prepare builds req for sending.
@@ -192,7 +211,7 @@ func (cl *Client) Prepare(req *Request) *Prepared {
 			hreq.Header.Add(k, v)
 		}
 	}
-	return &Prepared{http: hreq, maxTokens: req.MaxTokens}
+	return &Prepared{http: hreq, maxTokens: req.MaxTokens, inputs: len(req.Inputs)}
 }
 
 // BodyBytes is the size of the request's body (0 when it could not be
@@ -268,7 +287,7 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 // stream decoding, clock clamps — kept in one function because each step
 // reads what the steps before it left in the Response and the trace.
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
-	resp := &Response{chunks: cl.Chunks}
+	resp := &Response{chunks: cl.Chunks, inputs: prep.inputs}
 	// Every message, whichever step wrote it, leaves without the secrets.
 	defer func() { resp.Error, resp.RetryAfter = cl.scrub(resp.Error), cl.scrub(resp.RetryAfter) }()
 	// --stall-timeout covers the wait for the answer's head too: a server

@@ -16,6 +16,10 @@ type chunkFields struct {
 	finish    []byte // the last non-empty finish_reason
 	id        []byte
 	errored   bool // an "error" member that is not null, or "object": "error"
+	// tool says a choice's delta carried tool_calls (a call begun, or its
+	// arguments); toolArgs are their arguments (also in text).
+	tool     bool
+	toolArgs []byte
 
 	hasUsage                        bool
 	promptTokens, completionTokens  int
@@ -83,7 +87,7 @@ func (d *chunkDecoder) slow(data []byte) error {
 		return fmt.Errorf("a chunk is an object, not %s", v.Type())
 	}
 	f := &d.f
-	*f = chunkFields{text: f.text[:0], reasoning: f.reasoning[:0]}
+	*f = chunkFields{text: f.text[:0], reasoning: f.reasoning[:0], toolArgs: f.toolArgs[:0]}
 	r := reader{}
 	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
 		f.errored = true
@@ -104,8 +108,10 @@ func (d *chunkDecoder) slow(data []byte) error {
 			f.text = append(f.text, s...)
 		}
 		for _, tc := range r.array(delta, "tool_calls") {
+			f.tool = true
 			if args, ok := r.str(r.object(tc, "function"), "arguments"); ok {
 				f.text = append(f.text, args...)
+				f.toolArgs = append(f.toolArgs, args...)
 			}
 		}
 		if s, ok := r.str(ch, "text"); ok {

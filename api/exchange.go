@@ -133,12 +133,12 @@ func (x *Exchange) Ended(cut Class, why, contentType string) {
 		if cut != "" {
 			resp.ErrorClass = ""
 			resp.fail(cut, "%s", why)
-		} else if len(resp.Chunks) == 0 {
+		} else if len(resp.Chunks) == 0 && resp.Embedding == nil {
 			resp.Error += notAStream(contentType)
 		}
 		return
 	}
-	if len(resp.Chunks) == 0 {
+	if len(resp.Chunks) == 0 && resp.Embedding == nil {
 		resp.fail(ClassEmptyResponse, "the stream carried no output tokens%s", notAStream(contentType))
 	}
 	cachedFromTimings(resp)

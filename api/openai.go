@@ -84,6 +84,9 @@ func (o OpenAI) NewHTTPRequest(ctx context.Context, base string, req *Request) (
 	if req.IgnoreEOS {
 		body["ignore_eos"] = true
 	}
+	if o.Chat && len(req.Tools) > 0 {
+		body["tools"] = openAITools(req.Tools)
+	}
 	return postJSON(ctx, endpoint, body, req.Extra, "text/event-stream")
 }
 
@@ -147,6 +150,12 @@ func (o OpenAI) Decode(body io.Reader, resp *Response) {
 		}
 		if resp.ID == "" && len(c.id) > 0 {
 			resp.ID = string(c.id)
+		}
+		if c.tool {
+			if resp.ToolCallAt.IsZero() {
+				resp.ToolCallAt = ev.At
+			}
+			resp.ToolArgs = append(resp.ToolArgs, c.toolArgs...)
 		}
 		if len(c.finish) > 0 && string(c.finish) != resp.Finish {
 			resp.Finish = string(c.finish)

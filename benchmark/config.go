@@ -89,6 +89,7 @@ func (p *Plan) Config() Config {
 			InputTokens: in, OutputTokens: wl.Output.String(), Dataset: wl.Dataset,
 			DatasetFormat: wl.DatasetFormat, PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
 			MinTokens: wl.MinTokens, TokenizerServer: wl.ServerTokenizer,
+			EmbedInputs: wl.EmbedInputs, Tools: len(wl.Tools), ToolsFile: wl.ToolsFile,
 		},
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/probe"
@@ -208,6 +209,14 @@ type Workload struct {
 	// Trace, when set, makes every level's requests: the trace's (see
 	// workload.TraceSource).
 	Trace *workload.Trace
+	// EmbedInputs, for an embeddings API, is the inputs of each request:
+	// each a prompt of the workload's (workload.EmbedSource).
+	EmbedInputs int
+	// Tools are the tool definitions every request carries (chat APIs
+	// that take them: api.SendsTools); ToolsFile the file they came from,
+	// for run.json.
+	Tools     []api.Tool
+	ToolsFile string
 }
 
 // Lengths are the input and output tokens that stand for the run where
@@ -339,4 +348,9 @@ type PromptConfig struct {
 	PrefixGroups    int      `json:"prefix_groups"`
 	MinTokens       int      `json:"min_tokens"`
 	TokenizerServer bool     `json:"tokenizer_server"`
+	// EmbedInputs are an embeddings run's inputs per request; Tools the
+	// tool definitions each request carried, ToolsFile their file.
+	EmbedInputs int    `json:"embed_inputs,omitempty"`
+	Tools       int    `json:"tools,omitempty"`
+	ToolsFile   string `json:"tools_file,omitempty"`
 }

@@ -188,6 +188,11 @@ func (r *run) setUp(ctx context.Context) error {
 		r.notes = append(r.notes, note)
 		r.notice("%s", note)
 	}
+	if len(p.Workload.Tools) > 0 && !api.SendsTools(r.adapter) {
+		note := fmt.Sprintf("--tools: the %s API takes no tool definitions, so the requests go without them", r.adapter.Name())
+		r.notes = append(r.notes, note)
+		r.notice("%s", note)
+	}
 	engine := "" // what the probes already made say the server is
 	if d := r.detected; p.API == "auto" && d != nil {
 		engine = d.Engine
@@ -199,7 +204,7 @@ func (r *run) setUp(ctx context.Context) error {
 	if r.target.Simulated {
 		engine = sim.EngineName
 	}
-	if r.model == "" {
+	if r.model == "" && r.adapter.Name() != api.EmbedTEI { // TEI serves one model and its requests name none
 		models, err := probe.ListModels(ctx, r.http, r.base, r.header)
 		if err != nil {
 			return modelListError(err, r.secrets)
@@ -435,9 +440,12 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 		if err != nil {
 			return nil, fieldErrorf("Workload.Trace", "%v", err)
 		}
-		return src, nil
+		return r.shape(src), nil
 	}
 	cfg, n := r.p.sourceConfig(idx, lv)
+	if wl.EmbedInputs > 1 {
+		n *= wl.EmbedInputs // each request embeds that many prompts
+	}
 	cfg.Counter, cfg.Model = r.counter, r.model
 	if wl.Corpus != "" {
 		c, err := workload.OpenCorpus(wl.Corpus)
@@ -451,7 +459,23 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 	if errors.Is(err, workload.ErrBudget) {
 		return nil, fieldErrorf("Workload.Rows", "%v; a larger Workload.CopyBudget raises it", err)
 	}
-	return src, err
+	if err != nil {
+		return nil, err
+	}
+	return r.shape(src), nil
+}
+
+// shape makes src's requests what the protocol sends: an embeddings API's
+// inputs, a chat API's tools.
+func (r *run) shape(src load.Source) load.Source {
+	wl := r.p.Workload
+	switch {
+	case api.IsEmbeddings(r.adapter):
+		return workload.NewEmbedSource(src, wl.EmbedInputs)
+	case len(wl.Tools) > 0 && api.SendsTools(r.adapter):
+		return workload.NewToolSource(src, wl.Tools)
+	}
+	return src
 }
 
 // sourceConfig is what level idx's requests are made of, and how many

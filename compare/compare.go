@@ -216,6 +216,9 @@ func Compare(a, b *Run, opt Options) *Diff {
 			}
 			d.Mismatches = append(d.Mismatches, levelMismatches(la, lb)...)
 			for _, m := range metrics.Registry {
+				if !m.Present(la) && !m.Present(lb) || m.Stream && la.Embeddings != nil && lb.Embeddings != nil {
+					continue // neither level has it
+				}
 				for _, stat := range m.Key {
 					ld.Rows = append(ld.Rows, ld.row(m, stat, opt))
 				}

@@ -163,8 +163,9 @@ func waitUntil(ctx context.Context, t time.Time, stop, done <-chan struct{}) boo
 const thinkLead = 3 * time.Millisecond
 
 // chain runs one agent chain: Steps dependent calls, each carrying the
-// conversation so far (every earlier prompt and answer) plus a new user
-// turn, with ThinkTime between them. A failed step ends the chain.
+// conversation so far (every earlier prompt and answer, and ToolResult
+// after an answer that called a tool) plus a new user turn, with
+// ThinkTime between them. A failed step ends the chain.
 func (r *Runner) chain(ctx, reqCtx context.Context, level int, levelStart time.Time, lv Level, src Source, chainIdx int, finish func(metrics.Record)) {
 	var history []api.Message
 	for step := 0; step < lv.Steps; step++ {
@@ -200,5 +201,8 @@ func (r *Runner) chain(ctx, reqCtx context.Context, level int, levelStart time.T
 			return
 		}
 		history = append(req.Messages, api.Message{Role: "assistant", Content: answer})
+		if !resp.ToolCallAt.IsZero() {
+			history = append(history, ToolResult) // the tool ran: its result opens the next turn
+		}
 	}
 }

@@ -169,6 +169,7 @@ type Runner struct {
 	countOnce sync.Once
 	thinkSpin pace.Spinner       // the last moments of conversations' think times
 	counter   tokenize.Tokenizer // Tokenizer with a memo for short chunks
+	toolCount toolCount          // the token count of the requests' tools
 	// expected is a request's typical duration (start to end), from the
 	// last warm-up or level: what a level's starts are spread over.
 	expected time.Duration

@@ -17,6 +17,10 @@ type RecordInfo struct {
 	Prompt                string
 	InputTokensRequested  int
 	OutputTokensRequested int
+	// EmbedInputs are an embeddings request's inputs; ToolsSent the tool
+	// definitions a request carried and ToolTokens their token count.
+	EmbedInputs           int
+	ToolsSent, ToolTokens int
 }
 
 // yieldEvery is how long Record counts before it lets other goroutines
@@ -49,6 +53,9 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		OutputTokensRequested: info.OutputTokensRequested,
 		Server:                serverTiming(resp.Server, resp.Start),
 		Phases:                phases(resp),
+		EmbedInputs:           info.EmbedInputs,
+		ToolsSent:             info.ToolsSent,
+		ToolTokens:            info.ToolTokens,
 	}
 	if resp.Failed() {
 		rec.ErrorClass = string(resp.ErrorClass)
@@ -64,6 +71,10 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 		// a failed record never enters the level's statistics.
 	} else {
 		rec.OK = true
+	}
+	if resp.Embedding != nil {
+		embedRecord(resp, tok, info, &rec)
+		return rec
 	}
 	n := len(resp.Chunks)
 	rec.ChunkMs = make([]float64, n)
@@ -143,7 +154,42 @@ func Record(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo) metrics
 	} else {
 		rec.ChunkTokens = metrics.AssignTokens(estimate, rec.OutputTokens)
 	}
+	toolCall(resp, tok, &rec)
 	return rec
+}
+
+// embedRecord fills the record of a completed embeddings request: no
+// token stream, its latency is DoneMs; the tokens embedded are the
+// server's count where it gave one, else the inputs' exact count.
+func embedRecord(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo, rec *metrics.Record) {
+	em := resp.Embedding
+	rec.EmbedInputs = max(info.EmbedInputs, em.Vectors)
+	rec.EmbedDims = em.Dims
+	rec.TokenSource = metrics.SourceTokenizer
+	switch {
+	case em.PromptTokens > 0:
+		rec.InputTokens, rec.TokenSource = em.PromptTokens, metrics.SourceUsage
+	case info.InputTokensRequested > 0:
+		rec.InputTokens = info.InputTokensRequested
+	default:
+		rec.InputTokens = tok.Count(info.Prompt)
+	}
+}
+
+// toolCall records whether and when the answer called a tool, and its
+// arguments' tokens (a long one's bytes stand in, four to a token, as
+// chunkCount's do).
+func toolCall(resp *api.Response, tok tokenize.Tokenizer, rec *metrics.Record) {
+	if resp.ToolCallAt.IsZero() {
+		return
+	}
+	rec.ToolCalled = true
+	rec.ToolCallMs = max(ms(resp.ToolCallAt.Sub(resp.Start)), 0)
+	if n := len(resp.ToolArgs); n > maxCountedChunk {
+		rec.ToolArgTokens = (n + 3) / 4
+	} else if n > 0 {
+		rec.ToolArgTokens = tok.Count(string(resp.ToolArgs))
+	}
 }
 
 // maxTrailingTokens bounds the tokens usage may count after the last token

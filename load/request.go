@@ -71,6 +71,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, b pr
 	rec := Record(resp, r.counter, RecordInfo{
 		ID: id, Level: level, LevelStart: levelStart,
 		Prompt: req.Prompt(), InputTokensRequested: inTok, OutputTokensRequested: req.MaxTokens,
+		EmbedInputs: len(req.Inputs), ToolsSent: len(req.Tools), ToolTokens: r.toolTokens(req.Tools),
 	})
 	if len(retryErrors) > 0 {
 		rec.Retries = len(retryErrors)
@@ -127,7 +128,9 @@ func (r *Runner) finish(rec metrics.Record, keep func(metrics.Record), lastEnd *
 		r.Progress.Done.Add(1)
 		r.Progress.Tokens.Add(int64(rec.OutputTokens))
 		r.Progress.DoneChunks.Add(int64(len(rec.ChunkMs)))
-		r.Progress.addTTFT(rec.TTFTMs)
+		if rec.EmbedInputs == 0 { // an embeddings answer has no first token
+			r.Progress.addTTFT(rec.TTFTMs)
+		}
 	} else {
 		r.Progress.Failed.Add(1)
 		r.Progress.CountError(rec.ErrorClass)

@@ -52,6 +52,8 @@ type Accumulator struct {
 	cache  cacheAcc
 	chains chainAcc
 	turns  []turnAcc // by Record.Step − 1
+	embed  embedAcc
+	tools  toolAcc
 }
 
 // turnAcc accumulates one turn of a level's conversations.
@@ -174,6 +176,12 @@ func (a *Accumulator) Add(r *Record) {
 	lv.Requests.Completed++
 	lv.InputTokens += r.InputTokens
 	lv.InputTokensRequested += r.InputTokensRequested
+	if r.EmbedInputs > 0 {
+		// No token stream: no output, TTFT or decode figures.
+		a.embed.add(r)
+		return
+	}
+	a.tools.add(r)
 	lv.ReasoningTokens += r.ReasoningTokens
 	lv.OutputTokens += r.OutputTokens
 	if r.TokenSource != "" {
@@ -285,6 +293,8 @@ func (a *Accumulator) Level(durationS float64) Level {
 	a.srv.apply(&lv)
 	a.conn.apply(&lv)
 	a.cache.apply(&lv)
+	a.embed.apply(&lv)
+	a.tools.apply(&lv)
 	lv.ChainMs = a.chains.stats()
 	for i := range a.turns {
 		t := &a.turns[i]

@@ -97,6 +97,21 @@ type Record struct {
 	// first byte (nil in records written before tokbench kept them).
 	Phases *Phases `json:"phases,omitempty"`
 
+	// EmbedInputs, for an embeddings request, are the texts it embedded
+	// and EmbedDims the answer's vector dimension; its latency is DoneMs
+	// (no token stream: no TTFT, E2E or chunks).
+	EmbedInputs int `json:"embed_inputs,omitempty"`
+	EmbedDims   int `json:"embed_dims,omitempty"`
+	// ToolsSent are the tool definitions the request carried and
+	// ToolTokens their local token count; ToolCalled says the answer
+	// called one, ToolCallMs when its first tool-call delta arrived (from
+	// t0) and ToolArgTokens the arguments' tokens (by the local tokenizer).
+	ToolsSent     int     `json:"tools_sent,omitempty"`
+	ToolTokens    int     `json:"tool_tokens,omitempty"`
+	ToolCalled    bool    `json:"tool_called,omitempty"`
+	ToolCallMs    float64 `json:"tool_call_ms,omitempty"`
+	ToolArgTokens int     `json:"tool_arg_tokens,omitempty"`
+
 	// Model and API are the request's, where a record is not one of a
 	// planned level's (tokbench proxy: live traffic of many).
 	Model string `json:"model,omitempty"`

@@ -29,6 +29,13 @@ type Metric struct {
 	// request by it from the scheduled instant (QueueMs added), so a
 	// client that fell behind its schedule cannot hide latency.
 	FromSchedule bool
+	// Stream says the metric is a figure of a token stream, which an
+	// embeddings level has none of: compare leaves it out there.
+	Stream bool
+	// Has, when set, says whether a level has the metric at all (an
+	// embeddings level has no TTFT; a chat level no embedding rate):
+	// compare leaves out a metric neither level has.
+	Has func(*Level) bool
 	// Key are the statistics compare shows for every level; Spread those
 	// Repeats keeps the range over the runs of; CSV those CSV gives a
 	// column. An aggregate lists "" (itself). Repeats keeps each run's
@@ -38,35 +45,35 @@ type Metric struct {
 
 // Registry is every metric, in the order outputs list them.
 var Registry = []Metric{
-	{Name: "ttft", Label: "TTFT", Unit: "ms", LowerBetter: true, FromSchedule: true,
+	{Name: "ttft", Stream: true, Label: "TTFT", Unit: "ms", LowerBetter: true, FromSchedule: true,
 		Dist:   func(l *Level) *Stats { return &l.TTFT },
 		Sample: func(r *Record) (float64, bool) { return r.TTFTMs, true },
 		Key:    []string{"p50", "p95", "p99"}, Spread: []string{"p50", "p95"}, CSV: []string{"p50", "p95", "p99", "mean"}},
-	{Name: "ttfvt", Label: "TTFVT", Unit: "ms", LowerBetter: true, FromSchedule: true,
+	{Name: "ttfvt", Stream: true, Label: "TTFVT", Unit: "ms", LowerBetter: true, FromSchedule: true,
 		Dist:   func(l *Level) *Stats { return &l.TTFVT },
 		Sample: func(r *Record) (float64, bool) { return r.TTFVTMs, r.TTFVTMs > 0 }},
-	{Name: "decode_tps", Aliases: []string{"tps"}, Label: "decode TPS", Unit: "tok/s",
+	{Name: "decode_tps", Stream: true, Aliases: []string{"tps"}, Label: "decode TPS", Unit: "tok/s",
 		Dist:   func(l *Level) *Stats { return &l.DecodeTPS },
 		Sample: (*Record).DecodeTPS,
 		Key:    []string{"p50", "p5"}, Spread: []string{"p50", "p5"}, CSV: []string{"p50", "p5", "mean"}},
-	{Name: "tpot", Label: "TPOT", Unit: "ms", LowerBetter: true,
+	{Name: "tpot", Stream: true, Label: "TPOT", Unit: "ms", LowerBetter: true,
 		Dist:   func(l *Level) *Stats { return &l.TPOT },
 		Sample: (*Record).TPOTMs,
 		Key:    []string{"p50"}, Spread: []string{"p50"}, CSV: []string{"p50", "p95"}},
-	{Name: "itl", Label: "ITL", Unit: "ms", LowerBetter: true,
+	{Name: "itl", Stream: true, Label: "ITL", Unit: "ms", LowerBetter: true,
 		Dist: func(l *Level) *Stats { return &l.ITL },
 		CSV:  []string{"p50", "p99"}},
-	{Name: "e2e", Label: "E2E", Unit: "ms", LowerBetter: true, FromSchedule: true,
+	{Name: "e2e", Stream: true, Label: "E2E", Unit: "ms", LowerBetter: true, FromSchedule: true,
 		Dist:   func(l *Level) *Stats { return &l.E2E },
 		Sample: func(r *Record) (float64, bool) { return r.E2EMs, true },
 		Key:    []string{"p50", "p95"}, Spread: []string{"p50"}, CSV: []string{"p50", "p95"}},
-	{Name: "e2e_tps", Label: "E2E TPS", Unit: "tok/s",
+	{Name: "e2e_tps", Stream: true, Label: "E2E TPS", Unit: "tok/s",
 		Dist:   func(l *Level) *Stats { return &l.E2ETPS },
 		Sample: (*Record).E2ETPS},
-	{Name: "output_tps", Label: "output", Unit: "tok/s",
+	{Name: "output_tps", Stream: true, Label: "output", Unit: "tok/s",
 		Value: func(l *Level) float64 { return l.OutputTPS },
 		Key:   []string{""}, Spread: []string{""}, CSV: []string{""}},
-	{Name: "steady_output_tps", Label: "steady output", Unit: "tok/s",
+	{Name: "steady_output_tps", Stream: true, Label: "steady output", Unit: "tok/s",
 		Value: func(l *Level) float64 { return l.SteadyOutputTPS },
 		CSV:   []string{""}},
 	{Name: "request_rps", Label: "requests", Unit: "req/s",
@@ -78,7 +85,57 @@ var Registry = []Metric{
 	{Name: "error_rate", Label: "error rate", LowerBetter: true,
 		Value: func(l *Level) float64 { return l.ErrorRate },
 		Key:   []string{""}, CSV: []string{""}},
+	{Name: "embed_latency", Label: "embedding latency", Unit: "ms", LowerBetter: true, FromSchedule: true,
+		Dist: func(l *Level) *Stats {
+			if l.Embeddings == nil {
+				return &Stats{}
+			}
+			return &l.Embeddings.Latency
+		},
+		Sample: func(r *Record) (float64, bool) { return r.DoneMs, r.EmbedInputs > 0 },
+		Has:    func(l *Level) bool { return l.Embeddings != nil },
+		Key:    []string{"p50", "p95"}, Spread: []string{"p50"}, CSV: []string{"p50", "p95", "p99"}},
+	{Name: "embed_inputs_per_s", Label: "inputs embedded", Unit: "inputs/s",
+		Value: func(l *Level) float64 {
+			if l.Embeddings == nil {
+				return 0
+			}
+			return l.Embeddings.InputsPerS
+		},
+		Has: func(l *Level) bool { return l.Embeddings != nil },
+		Key: []string{""}, Spread: []string{""}, CSV: []string{""}},
+	{Name: "embed_tps", Label: "tokens embedded", Unit: "tok/s",
+		Value: func(l *Level) float64 {
+			if l.Embeddings == nil {
+				return 0
+			}
+			return l.Embeddings.TokensPerS
+		},
+		Has: func(l *Level) bool { return l.Embeddings != nil },
+		Key: []string{""}, CSV: []string{""}},
+	{Name: "tool_call", Label: "first tool call", Unit: "ms", LowerBetter: true, FromSchedule: true,
+		Dist: func(l *Level) *Stats {
+			if l.ToolCalls == nil {
+				return &Stats{}
+			}
+			return &l.ToolCalls.FirstCall
+		},
+		Sample: func(r *Record) (float64, bool) { return r.ToolCallMs, r.ToolCalled },
+		Has:    func(l *Level) bool { return l.ToolCalls != nil },
+		Key:    []string{"p50", "p95"}, CSV: []string{"p50", "p95"}},
+	{Name: "tool_call_share", Label: "tool-call share", Unit: "",
+		Value: func(l *Level) float64 {
+			if l.ToolCalls == nil {
+				return 0
+			}
+			return l.ToolCalls.Share
+		},
+		Has: func(l *Level) bool { return l.ToolCalls != nil },
+		Key: []string{""}, CSV: []string{""}},
 }
+
+// Present reports whether level l has the metric (see Has).
+func (m Metric) Present(l *Level) bool { return m.Has == nil || m.Has(l) }
 
 // StatNames are the statistics of a distribution a name may take
 // ("ttft_p95"); "median" is read as p50.
@@ -111,7 +168,7 @@ func (m Metric) StatName(stat string) string {
 // and whether the level has it: a distribution without samples has none.
 func (m Metric) Of(l *Level, stat string) (float64, bool) {
 	if m.Dist == nil {
-		return m.Value(l), stat == ""
+		return m.Value(l), stat == "" && m.Present(l)
 	}
 	s := m.Dist(l)
 	v, ok := s.Get(stat)

@@ -132,6 +132,10 @@ func everyMetricLevel(v float64) metrics.Level {
 		Load:      metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 1},
 		Requests:  metrics.Requests{Sent: 10, Completed: 10},
 		DurationS: 1, OutputTPS: v, SteadyOutputTPS: v, RequestRPS: v, GoodputRPS: v, ErrorRate: v,
+		// The metrics only some levels have: an embeddings level's, a
+		// level with tools'.
+		Embeddings: &metrics.Embeddings{InputsPerS: v, TokensPerS: v},
+		ToolCalls:  &metrics.ToolCalls{Share: v},
 	}
 	for _, m := range metrics.Registry {
 		if !m.Aggregate() {

@@ -128,6 +128,7 @@ func foldRuns(runs []Level, slos []SLO, fold func([]float64) float64, name strin
 	out.E2ETPS = foldStats(runs, func(l *Level) *Stats { return &l.E2ETPS }, fold)
 	out.ChunkGap = foldStats(runs, func(l *Level) *Stats { return &l.ChunkGap }, fold)
 	out.TokensPerChunk = foldStats(runs, func(l *Level) *Stats { return &l.TokensPerChunk }, fold)
+	out.Embeddings, out.ToolCalls = foldEmbeddings(runs, fold), foldToolCalls(runs, fold)
 	spread := func(get func(*Level) float64) [2]float64 {
 		lo, hi := get(&runs[0]), get(&runs[0])
 		for i := range runs {

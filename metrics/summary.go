@@ -211,6 +211,10 @@ type Level struct {
 	// PromptCache is how much of the prompts the server took from its
 	// prefix cache, where it said or its timing shows.
 	PromptCache *PromptCache `json:"prompt_cache,omitempty"`
+	// Embeddings are an embeddings level's figures (inputs and tokens
+	// embedded per second, latency); ToolCalls a level's tool calling.
+	Embeddings *Embeddings `json:"embeddings,omitempty"`
+	ToolCalls  *ToolCalls  `json:"tool_calls,omitempty"`
 	// Connections are the level's connections and the requests' phases
 	// (connection wait, set-up, write, first byte).
 	Connections *Connections `json:"connections,omitempty"`

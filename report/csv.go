@@ -25,17 +25,22 @@ func LevelColumns() []string {
 }
 
 // csvMetrics are the registry's metrics in CSV's order: the level
-// aggregates, then the distributions.
+// aggregates, then the distributions; those only some levels have
+// (embeddings, tool calls: Metric.Has) come after all the others, so the
+// columns every run has keep their places.
 func csvMetrics() []metrics.Metric {
-	var agg, dist []metrics.Metric
+	var agg, dist, some []metrics.Metric
 	for _, m := range metrics.Registry {
-		if m.Aggregate() {
+		switch {
+		case m.Has != nil:
+			some = append(some, m)
+		case m.Aggregate():
 			agg = append(agg, m)
-		} else {
+		default:
 			dist = append(dist, m)
 		}
 	}
-	return append(agg, dist...)
+	return append(append(agg, dist...), some...)
 }
 
 func metricColumns() []string {

@@ -87,7 +87,15 @@ func WriteHTML(w io.Writer, p Page) error {
 	if hasServer {
 		ttftSeries = append(ttftSeries, series{Name: "server's own TTFT p50", Color: "#7f7f7f", Values: serverTTFT, Dashed: true})
 	}
-	if len(labels) > 0 {
+	d.Cols = htmlColumns
+	for _, lv := range s.Levels {
+		if n := ToolNote(lv); n != "" {
+			d.Tools = append(d.Tools, fmt.Sprintf("%s: %s", lv.Load, n))
+		}
+	}
+	if Embeddings(s) {
+		embedHTML(&d, p, labels, order)
+	} else if len(labels) > 0 {
 		d.Charts = append(d.Charts,
 			lineChart("Aggregate output tokens/s vs load", "tok/s", labels, []series{{Name: "output tok/s", Color: "#2ca02c", Values: outTPS}}),
 			lineChart("Per-user decode tokens/s vs load", "tok/s", labels, perUser),
@@ -106,7 +114,7 @@ func WriteHTML(w io.Writer, p Page) error {
 				dtps = append(dtps, v)
 			}
 		}
-		if len(ttft) == 0 {
+		if len(ttft) == 0 || s.Levels[i].Embeddings != nil {
 			continue
 		}
 		name := s.Levels[i].Load.String()
@@ -122,7 +130,7 @@ func WriteHTML(w io.Writer, p Page) error {
 			break
 		}
 	}
-	if li := TimelineLevel(s); li >= 0 && !p.sampled(li) {
+	if li := TimelineLevel(s); li >= 0 && !p.sampled(li) && !Embeddings(s) {
 		n := 0
 		for i := range p.Records {
 			if p.Records[i].Level == li {
@@ -239,6 +247,11 @@ type htmlData struct {
 	Notes        []string
 	Server       []string // the server's own timing beside the client's, per level
 	Errors       []string
+	// Cols head the level table (htmlColumns, or embedColumns); Lead
+	// says what the table leaves out; Tools are the levels' tool calling.
+	Cols  []string
+	Lead  string
+	Tools []string
 }
 
 // htmlColumns head the level table; levelRow fills them.
@@ -379,7 +392,7 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"cols": func() []string { return htmlColumns }}).Parse(`<!DOCTYPE html>
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
@@ -411,8 +424,9 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <h1>{{.Title}}{{if .Summary.Target.Simulated}} <span class="sim">(simulated)</span>{{end}}</h1>
 {{if .Interrupted}}<p class="warn">Interrupted: the last level is partial.</p>{{end}}
 {{if .Notes}}<h2>Warnings</h2>{{range .Notes}}<p class="warn">{{.}}</p>
-{{end}}{{end}}<h2>Levels</h2>
-<table><tr>{{range cols}}<th class="n">{{.}}</th>{{end}}</tr>
+{{end}}{{end}}<h2>Levels</h2>{{if .Lead}}
+<p>{{.Lead}}</p>{{end}}
+<table><tr>{{range .Cols}}<th class="n">{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}</table>
 <p>For decode TPS, higher is better: "P95 (slowest 5%)" is the 5th percentile, the rate 95% of requests beat.</p>
@@ -422,6 +436,8 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 {{end}}{{if .Verdicts}}<table class="slo"><tr><th>load</th><th>verdict</th><th>objective</th><th class="n">measured</th><th>result</th></tr>
 {{range $v := .Verdicts}}{{range $i, $c := $v.Checks}}<tr>{{if not $i}}<td rowspan="{{len $v.Checks}}">{{$v.Load}}</td><td rowspan="{{len $v.Checks}}" class="{{if $v.Met}}pass{{else}}fail{{end}}">{{if $v.Met}}✓ PASS{{else}}✗ FAIL{{end}}</td>{{end}}<td><code>{{$c.Expr}}</code></td><td class="n">{{$c.Value}}</td><td class="{{if $c.Met}}ok{{else}}broken{{end}}">{{if $c.Met}}met{{else}}BROKEN{{end}}</td></tr>
 {{end}}{{end}}</table>{{end}}{{end}}
+{{if .Tools}}<h2>Tool calls</h2>{{range .Tools}}<p>{{.}}</p>
+{{end}}{{end}}
 {{if .Uses}}<h2>Use cases</h2>
 <p>This endpoint against each use-case profile's objectives (<code>tokbench advise</code> sets several endpoints side by side, with their costs).</p>
 <table class="slo"><tr><th>use</th><th>objectives</th><th>verdict</th><th>why</th></tr>

@@ -25,9 +25,10 @@ func JSON(w io.Writer, s metrics.Summary) error {
 
 // Table writes a human-readable table: one row per level. For decode TPS,
 // where higher is better, the second figure is the 5th percentile — the rate
-// 95% of requests beat — and is labelled "P95 (slowest 5%)". The columns
-// and the notes after them are written in the order they print, in one
-// function.
+// 95% of requests beat — and is labelled "P95 (slowest 5%)". An
+// embeddings run's table has its own columns (no token stream: latency,
+// inputs and tokens embedded per second). The notes after the table are
+// written in the order they print, in one function (tableNotes).
 func Table(w io.Writer, s metrics.Summary) error {
 	t := s.Target
 	sim := ""
@@ -40,6 +41,26 @@ func Table(w io.Writer, s metrics.Summary) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if Embeddings(s) {
+		embedTable(w, tw, s)
+	} else {
+		streamTable(tw, s)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	notes := tableNotes(s)
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return nil
+}
+
+// streamTable writes a streamed run's rows.
+func streamTable(tw io.Writer, s metrics.Summary) {
 	// Open-loop levels also show TTFT from each request's scheduled send:
 	// the figure a late client cannot hide (coordinated omission).
 	sched := false
@@ -67,9 +88,10 @@ func Table(w io.Writer, s metrics.Summary) error {
 			num(lv.E2E.P50, lv.E2E.Count),
 			num(lv.OutputTPS, 1), num(lv.RequestRPS, 1))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+}
+
+// tableNotes are the lines after the table, in the order they print.
+func tableNotes(s metrics.Summary) []string {
 	var notes []string
 	for _, lv := range s.Levels {
 		if lv.SLO != nil {
@@ -115,6 +137,9 @@ func Table(w io.Writer, s metrics.Summary) error {
 		if c := lv.Cost; c != nil {
 			notes = append(notes, fmt.Sprintf("%s: %s per million output tokens (%s)", lv.Load, metrics.Figure(c.PerMillionOutput), c.Basis))
 		}
+		if n := ToolNote(lv); n != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", lv.Load, n))
+		}
 	}
 	if s.Profile != "" {
 		notes = append(notes, "profile: "+s.Profile)
@@ -122,7 +147,7 @@ func Table(w io.Writer, s metrics.Summary) error {
 	if s.Capacity != nil {
 		notes = append(notes, "capacity: "+s.Capacity.Statement)
 	}
-	if len(s.Levels) > 1 {
+	if len(s.Levels) > 1 && !Embeddings(s) {
 		best := 0
 		for i, lv := range s.Levels {
 			if lv.OutputTPS > s.Levels[best].OutputTPS {
@@ -175,7 +200,7 @@ func Table(w io.Writer, s metrics.Summary) error {
 	}
 	notes = append(notes, levelNotes(s.Levels)...)
 	notes = append(notes, s.Warnings...)
-	if len(s.Levels) > 0 {
+	if len(s.Levels) > 0 && !Embeddings(s) {
 		src := s.Levels[0].TokenSource
 		switch src {
 		case metrics.SourceUsage:
@@ -186,13 +211,7 @@ func Table(w io.Writer, s metrics.Summary) error {
 			notes = append(notes, "output tokens: usage where the server sent it, the tokenizer elsewhere")
 		}
 	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w)
-		for _, n := range notes {
-			fmt.Fprintln(w, n)
-		}
-	}
-	return nil
+	return notes
 }
 
 // levelNotes are the levels' failures, by class with the first message of

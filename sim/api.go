@@ -19,6 +19,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
 	mux.HandleFunc("GET /v1/models", s.models)
 	s.nativeRoutes(mux)
+	s.embedRoutes(mux)
 	mux.Handle("GET /metrics", s.met.handler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +57,10 @@ type completionRequest struct {
 	Parameters *struct {
 		MaxNewTokens *int `json:"max_new_tokens"`
 	} `json:"parameters"`
+	// Tools are the chat APIs' tool definitions (tools.go); toolNames
+	// their names.
+	Tools     json.RawMessage `json:"tools"`
+	toolNames []string
 }
 
 type chatMessage struct {
@@ -187,6 +192,13 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 	if err != nil {
 		return nil, Request{}, err
 	}
+	if chat {
+		names, tokens, err := toolDefs(req.Tools)
+		if err != nil {
+			return nil, Request{}, err
+		}
+		req.toolNames, prompt = names, prompt+tokens
+	}
 	maxTokens := s.cfg.DefaultMaxTokens
 	switch {
 	case req.MaxCompletionTokens != nil:
@@ -257,6 +269,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool, p prot
 	st := newStream(er)
 	out := newEncoder(s, chat, er.ID, req)
 	out.proto, out.prompt, out.start = p, er.PromptTokens, time.Now()
+	if (p == protoOpenAI || p == protoAnthropic) && req.Stream {
+		out.tool = s.toolCall(req.toolNames, er.ID)
+	}
 	if req.Stream || p.alwaysStreams() {
 		s.stream(w, r, st, out)
 	} else {
@@ -482,9 +497,11 @@ type encoder struct {
 	// wrote so far, for its generated_text.
 	arrival, firstEng time.Duration
 	text              []byte
-	head              []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
-	idStr, model      string
-	created           int64
+	// tool is the function the answer calls, "" for a text answer.
+	tool         string
+	head         []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+	idStr, model string
+	created      int64
 }
 
 func newEncoder(s *Server, chat bool, id uint64, req *completionRequest) *encoder {
@@ -514,6 +531,9 @@ func (e *encoder) roleChunk(buf []byte) []byte {
 // the usage so far (prompt and completion tokens, the latter counting this
 // chunk's).
 func (e *encoder) tokenChunk(buf []byte, c chunk, prompt, completion int) []byte {
+	if e.tool != "" {
+		return e.toolChunk(buf, c, prompt, completion)
+	}
 	buf = append(buf, e.head...)
 	if e.chat {
 		buf = append(buf, `{"index":0,"delta":{"content":"`...)

@@ -55,6 +55,9 @@ func (e *encoder) nativeStart(buf []byte) []byte {
 	}
 	model, _ := json.Marshal(e.model)
 	buf = fmt.Appendf(buf, `event: message_start`+"\n"+`data: {"type":"message_start","message":{"id":"msg_sim_%d","type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1}}}`+"\n\n", e.id, model, e.prompt)
+	if e.tool != "" {
+		return buf // the tool_use block opens with the first token (anthropicToolDelta)
+	}
 	return append(buf, `event: content_block_start`+"\n"+`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 }
 
@@ -71,12 +74,19 @@ func (e *encoder) nativeChunk(buf []byte, c chunk, generated *int) []byte {
 	*generated += c.tokens
 	switch e.proto {
 	case protoAnthropic:
-		buf = append(buf, `event: content_block_delta`+"\n"+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`...)
-		buf = appendWords(buf, e.seed, e.id, c.first, c.tokens)
-		buf = append(buf, `"}}`+"\n\n"...)
+		if e.tool != "" {
+			buf = e.anthropicToolDelta(buf, c)
+		} else {
+			buf = append(buf, `event: content_block_delta`+"\n"+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`...)
+			buf = appendWords(buf, e.seed, e.id, c.first, c.tokens)
+			buf = append(buf, `"}}`+"\n\n"...)
+		}
 		if c.finish != FinishNone {
 			reason := "end_turn"
-			if c.finish == FinishLength {
+			switch {
+			case e.tool != "":
+				reason = "tool_use"
+			case c.finish == FinishLength:
 				reason = "max_tokens"
 			}
 			buf = append(buf, `event: content_block_stop`+"\n"+`data: {"type":"content_block_stop","index":0}`+"\n\n"...)

@@ -52,6 +52,12 @@ type Config struct {
 	// BodyTimeout bounds reading one request's body (408 beyond it), so
 	// clients that send part of a body cannot hold the server; 10 s.
 	BodyTimeout time.Duration
+	// ToolCallShare is the share of the streamed chat requests carrying
+	// tools (OpenAI chat, Anthropic) that are answered with a call of one
+	// (seeded per request); 0 means all of them, a negative share none.
+	ToolCallShare float64
+	// EmbedDims is the dimension of the simulator's embeddings; 384.
+	EmbedDims int
 
 	// onFlush, when set, is told how late each flush of a stream is against
 	// the engine's schedule (benchmarks).
@@ -131,6 +137,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyTimeout == 0 {
 		c.BodyTimeout = d.BodyTimeout
+	}
+	if c.EmbedDims <= 0 {
+		c.EmbedDims = defaultEmbedDims
 	}
 	c.Engine = c.Engine.withDefaults()
 	return c

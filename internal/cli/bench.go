@@ -72,7 +72,7 @@ var benchFlagGroups = []flagGroup{
 		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "turns", "think-time", "shard", "start-at",
 		"summary-every", "trace", "trace-format", "trace-speed", "trace-window"}},
 	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "dataset-budget", "tokenizer", "prefix-tokens",
-		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage"}},
+		"prefix-groups", "min-tokens", "ignore-eos", "seed", "continuous-usage", "embed-inputs", "tools", "tools-file"}},
 	{"Objectives, physics and cost", []string{"profile", "slo", "hardware", "remeasure", "quant", "gpus", "params", "gguf", "price-in", "price-out",
 		"gpu-hour-price", "server-metrics", "gpu-telemetry", "energy-price"}},
 	{"Failures and limits", []string{"timeout", "stall-timeout", "retry", "max-error-rate", "grace"}},

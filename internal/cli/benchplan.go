@@ -53,6 +53,10 @@ type benchOptions struct {
 	IgnoreEOS       bool
 	ContinuousUsage string
 	Seed            uint64
+	// EmbedInputs, Tools and ToolsFile are the requests' shape beyond
+	// their prompts (requestShape).
+	EmbedInputs, Tools int
+	ToolsFile          string
 
 	Headers    []string // "Name: value"
 	APIKeyEnv  string
@@ -226,6 +230,9 @@ func (opts benchOptions) plan(env planEnv) (*benchmark.Plan, error) {
 		promptSeed = rand.Uint64() | 1
 	}
 	p.Workload = o.plannedWorkload(promptSeed)
+	if err := o.requestShape(p); err != nil {
+		return nil, err
+	}
 	if err := o.credentials(p); err != nil {
 		return nil, err
 	}

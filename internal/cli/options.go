@@ -59,6 +59,9 @@ func registerOptions(fl *pflag.FlagSet, o *benchOptions) {
 	fl.IntVar(&o.MinTokens, "min-tokens", o.MinTokens, "send min_tokens (vLLM) so outputs are at least this long (capped at max_tokens)")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", o.IgnoreEOS, "send ignore_eos (vLLM, SGLang, llama.cpp) so outputs reach --output-tokens")
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "seed for arrival times and the embedded simulator; given, it also fixes the prompts, which are otherwise new in every run (so no run is served from the prompt cache another filled)")
+	fl.IntVar(&o.EmbedInputs, "embed-inputs", o.EmbedInputs, "with an embeddings API (openai-embeddings, ollama-embed, tei-embed): texts per request, each a prompt of the length asked, as a chat prompt is (default 1)")
+	fl.IntVar(&o.Tools, "tools", o.Tools, "send N seeded function definitions (JSON schema) with every request (openai-chat, anthropic) and report whether and when the model calls one")
+	fl.StringVar(&o.ToolsFile, "tools-file", o.ToolsFile, "send the tool definitions of this JSON file (an array of OpenAI, Anthropic or {name, description, parameters} tools; 1 MiB at most) instead of --tools")
 	fl.StringVar(&o.ContinuousUsage, "continuous-usage", o.ContinuousUsage, "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM or tokbench's simulator), on, off; openai-chat and openai-completions only")
 
 	fl.StringVar(&o.SLO, "slo", o.SLO, `service-level objectives, e.g. "ttft_p95<=500ms,tps_p5>=40,e2e_p99<=8s"`)

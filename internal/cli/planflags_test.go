@@ -75,6 +75,7 @@ func TestEveryPlanFieldHasAFlag(t *testing.T) {
 	trace := write("trace.jsonl", `{"timestamp": 0, "input_length": 10, "output_length": 4, "hash_ids": [0]}`+"\n"+
 		`{"timestamp": 1000, "input_length": 12, "output_length": 6, "hash_ids": [1]}`+"\n")
 	key := write("key", "k-9\n")
+	tools := write("tools.json", `[{"name":"f","parameters":{"type":"object"}}]`)
 	const server = "http://127.0.0.1:1/v1"
 	traceArgs := []string{"--trace", trace, "--trace-format", "mooncake"}
 
@@ -152,6 +153,9 @@ func TestEveryPlanFieldHasAFlag(t *testing.T) {
 		"Workload.Chat":            {"--workload", "chat"},
 		"Workload.PromptSeed":      {"--seed", "7"},
 		"Workload.Trace":           traceArgs,
+		"Workload.EmbedInputs":     {"--api", "openai-embeddings", "--embed-inputs", "4"},
+		"Workload.Tools":           {"--tools", "3"},
+		"Workload.ToolsFile":       {"--tools-file", tools},
 		"Physics":                  {"--url", server, "--hardware", "h100-sxm", "--model", "llama-3.1-8b"},
 		"PhysicsIn":                {"--url", server, "--hardware", "h100-sxm", "--model", "a-model-of-its-own"},
 		"Meta":                     {"--label", "nightly"},

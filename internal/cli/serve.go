@@ -116,18 +116,21 @@ func (f *simFlags) preset() string {
 
 func newServeCmd(env Env) *cobra.Command {
 	var (
-		f     simFlags
-		addr  string
-		grace time.Duration
+		f         simFlags
+		addr      string
+		grace     time.Duration
+		toolShare float64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the simulated OpenAI-compatible inference server",
 		Long: `serve runs the simulated inference engine behind an OpenAI-compatible API
-(/v1/chat/completions, /v1/completions, /v1/models, /metrics, /health) until
-interrupted; Ctrl-C lets streams in flight finish for --grace. Token timing
-follows the physics of the chosen model, precision and hardware; see
-docs/simulator.md.`,
+(/v1/chat/completions, /v1/completions, /v1/models, /metrics, /health), the
+Anthropic, Ollama, llama.cpp and TGI routes, and embeddings (/v1/embeddings,
+/api/embed, /embed) until interrupted; a chat request that carries tools is
+answered with a call of one (--tool-call-share of them). Ctrl-C lets
+streams in flight finish for --grace. Token timing follows the physics of
+the chosen model, precision and hardware; see docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if grace < 0 {
@@ -136,6 +139,13 @@ docs/simulator.md.`,
 			cfg, err := f.config(cmd.Flags().Changed)
 			if err != nil {
 				return err
+			}
+			if toolShare < 0 || toolShare > 1 {
+				return usagef("--tool-call-share: want a share from 0 to 1, got %g", toolShare)
+			}
+			cfg.ToolCallShare = toolShare
+			if toolShare == 0 {
+				cfg.ToolCallShare = -1 // none (0 is the config's "every one")
 			}
 			srv, err := sim.NewServer(cfg)
 			if err != nil {
@@ -166,5 +176,6 @@ docs/simulator.md.`,
 	f.register(cmd.Flags())
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address (loopback by default)")
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "at Ctrl-C, how long streams in flight may finish")
+	cmd.Flags().Float64Var(&toolShare, "tool-call-share", 1, "the share of streamed chat requests carrying tools that are answered with a tool call (seeded per request)")
 	return cmd
 }
