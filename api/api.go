@@ -42,6 +42,9 @@ type Request struct {
 	IgnoreEOS bool
 	// Extra fields merged into the JSON body, overriding the defaults.
 	Extra map[string]any
+	// Media go with the last user message, as the protocol takes them
+	// (see CarriesMedia).
+	Media []Media
 }
 
 // Prompt is the request's text as one string (messages joined by newlines).
@@ -179,10 +182,17 @@ type Prepared struct {
 	err       error
 	used      bool
 	maxTokens int // the request's output budget (0: the server's)
+	// Build is how long building it took (encoding its body).
+	Build time.Duration
 }
 
 // Prepare builds req for sending.
 func (cl *Client) Prepare(req *Request) *Prepared {
+	start := time.Now()
+	req, err := withMedia(cl.Adapter, req)
+	if err != nil {
+		return &Prepared{err: err}
+	}
 	hreq, err := cl.Adapter.NewHTTPRequest(context.Background(), cl.BaseURL, req)
 	if err != nil {
 		return &Prepared{err: err}
@@ -192,7 +202,7 @@ func (cl *Client) Prepare(req *Request) *Prepared {
 			hreq.Header.Add(k, v)
 		}
 	}
-	return &Prepared{http: hreq, maxTokens: req.MaxTokens}
+	return &Prepared{http: hreq, maxTokens: req.MaxTokens, Build: time.Since(start)}
 }
 
 // BodyBytes is the size of the request's body (0 when it could not be
