@@ -72,6 +72,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, b pr
 		ID: id, Level: level, LevelStart: levelStart,
 		Prompt: req.Prompt(), InputTokensRequested: inTok, OutputTokensRequested: req.MaxTokens,
 	})
+	rec.Media = r.mediaRecord(req, b.prep, resp, &rec)
 	if len(retryErrors) > 0 {
 		rec.Retries = len(retryErrors)
 		rec.RetryErrors = retryErrors
