@@ -146,6 +146,9 @@ type Workload struct {
 	// Trace, when set, makes every level's requests: the trace's (see
 	// workload.TraceSource).
 	Trace *workload.Trace
+	// Media go with every request whose dataset row has none (see
+	// ParseMedia).
+	Media workload.MediaSpec
 }
 
 // Switch is an auto/on/off setting.
