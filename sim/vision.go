@@ -295,7 +295,11 @@ type MediaLoad struct {
 func (m MediaLoad) String() string {
 	var parts []string
 	if m.Images > 0 {
-		parts = append(parts, fmt.Sprintf("%d images of %dx%d", m.Images, m.Width, m.Height))
+		what := "images"
+		if m.Images == 1 {
+			what = "image"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s of %dx%d", m.Images, what, m.Width, m.Height))
 	}
 	if m.AudioSeconds > 0 {
 		parts = append(parts, fmt.Sprintf("%g s of sound", m.AudioSeconds))
