@@ -12,6 +12,7 @@ import (
 	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/workload"
 )
 
 // run benches a fake server at c=1,2 with prices.
@@ -19,14 +20,11 @@ func run(t *testing.T, s fakellm.Script, in, out float64) []metrics.Level {
 	t.Helper()
 	srv := fakellm.New(s)
 	defer srv.Close()
-	o := benchmark.DefaultOptions()
-	o.URL, o.Model, o.Concurrency, o.Requests, o.Warmup = srv.URL+"/v1", "m", "1,2", 4, 0
-	o.InputTokens, o.OutputTokens, o.PriceIn, o.PriceOut = "64", "16", in, out
-	o.Getenv = func(string) string { return "" }
-	p, err := o.Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := benchmark.DefaultPlan()
+	p.URL, p.Model = srv.URL+"/v1", "m"
+	p.Load.Concurrency, p.Load.Requests, p.Load.Warmup = []int{1, 2}, 4, 0
+	p.Workload.Inputs, p.Workload.Output = []workload.Dist{workload.Fixed(64)}, workload.Fixed(16)
+	p.Prices.InputPerMillion, p.Prices.OutputPerMillion = in, out
 	res, err := benchmark.Run(context.Background(), p, benchmark.Hooks{})
 	if err != nil {
 		t.Fatal(err)

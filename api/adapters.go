@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/sse"
+	"github.com/tokbench/tokbench/wire"
 )
 
 // Names lists the --api spellings ByName accepts, "auto" aside.
@@ -93,10 +94,11 @@ func postJSON(ctx context.Context, endpoint string, body, extra map[string]any, 
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(buf))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
 	if err != nil {
 		return nil, err
 	}
+	wire.SetBody(hreq, buf) // sent uncopied by tokbench's transport
 	hreq.Header.Set("Content-Type", "application/json")
 	if accept != "" {
 		hreq.Header.Set("Accept", accept)

@@ -507,11 +507,12 @@ func URLSecrets(raw string) []string {
 // HTTP answer: "timeout", "connection_refused", "dns", "tls",
 // "connection_reset", "head_too_large", "too_many_interim", or
 // "connection"; the context's own ending ("interrupted", "timeout") wins.
+// Every class comes from what the error is (errors.Is, errors.As), never
+// from its words, which differ by operating system and Go version.
 func ClassifyTransport(ctx context.Context, err error) Class {
 	if c := ctxClass(ctx); c != "" {
 		return c
 	}
-	msg := err.Error()
 	var te interface{ Timeout() bool }
 	switch tc := transportClass(err); {
 	case errors.Is(err, wire.ErrHeadTooLarge):
@@ -522,16 +523,6 @@ func ClassifyTransport(ctx context.Context, err error) Class {
 		return ClassTimeout
 	case tc != "":
 		return tc
-	// The texts are the fallback for errors that carry neither an errno
-	// nor a type.
-	case strings.Contains(msg, "connection refused"):
-		return ClassConnectionRefused
-	case strings.Contains(msg, "no such host"), strings.Contains(msg, "server misbehaving"):
-		return ClassDNS
-	case strings.Contains(msg, "tls:"), strings.Contains(msg, "x509:"), strings.Contains(msg, "certificate"):
-		return ClassTLS
-	case strings.Contains(msg, "connection reset"), strings.Contains(msg, "EOF"), strings.Contains(msg, "broken pipe"):
-		return ClassConnectionReset
 	}
 	return ClassConnection
 }

@@ -15,13 +15,13 @@ import (
 func TestScrubCutSecret(t *testing.T) {
 	const sec = "sk-probe-0123456789abcdef"
 	body := `{"error":{"message":"` + strings.Repeat("x", 290) + " " + sec + `"}}`
-	msg := "HTTP 401 from POST /v1/chat/completions: " + ErrorMessage([]byte(body)) + " (Retry-After: 1)"
-	if !strings.Contains(msg, "…") || strings.Contains(msg, sec) {
-		t.Fatalf("the message %q is not cut inside the secret: the test proves nothing", msg)
+	line := "HTTP 401 from POST /v1/chat/completions: " + ErrorMessage([]byte(body)) + " (Retry-After: 1)"
+	if !strings.Contains(line, "…") || strings.Contains(line, sec) {
+		t.Fatalf("the message %q is not cut inside the secret: the test proves nothing", line)
 	}
-	got := Scrub(msg, []string{sec})
+	got := Scrub(line, []string{sec})
 	if strings.Contains(got, "sk-probe") || !strings.Contains(got, " [REDACTED]… (Retry-After: 1)") {
-		t.Errorf("Scrub(%q) = %q, want the secret's start redacted", msg, got)
+		t.Errorf("Scrub(%q) = %q, want the secret's start redacted", line, got)
 	}
 	if got := Scrub("the end sk-… and sk-prob… done", []string{sec}); got != "the end sk-… and [REDACTED]… done" {
 		t.Errorf("Scrub = %q", got)

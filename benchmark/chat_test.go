@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/workload"
 )
 
 // TestChatConversation: a 5-turn chat sends, at turn k, the whole
@@ -18,15 +19,11 @@ func TestChatConversation(t *testing.T) {
 	const tokens = 6
 	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: tokens, Usage: true})
 	defer srv.Close()
-	o := DefaultOptions()
-	o.URL, o.Model, o.Workload, o.Turns, o.Concurrency, o.Requests, o.Warmup = srv.URL+"/v1", "m", "chat", 5, "1", 1, 0
-	o.InputTokens, o.OutputTokens = "20", "6"
-	o.Getenv = func(string) string { return "" }
-	o.Given = func(f string) bool { return f == "workload" || f == "turns" || f == "requests" }
-	p, err := o.Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := DefaultPlan()
+	p.URL, p.Model = srv.URL+"/v1", "m"
+	p.Load = LevelSpec{Concurrency: []int{1}, Requests: 1, Steps: 5}
+	p.Workload.Chat = true
+	p.Workload.Inputs, p.Workload.Output = []workload.Dist{workload.Fixed(20)}, workload.Fixed(tokens)
 	res, err := Run(context.Background(), p, Hooks{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func startEmbedded(ctx context.Context, o SimOptions, model string) (*embedded, 
 	cfg.Engine.Seed = o.Seed
 	srv, err := sim.NewServer(cfg)
 	if err != nil {
-		return nil, inputErrorf("embedded simulator (--model/--quant/--hardware/--gpus): %v", err)
+		return nil, fieldErrorf("Sim", "%v", err)
 	}
 	url, err := srv.Start(ctx, "127.0.0.1:0")
 	if err != nil {

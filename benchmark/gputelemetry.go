@@ -47,14 +47,14 @@ func ParseGPUTelemetry(s, target string) (*GPUTelemetry, error) {
 	case "dcgm":
 		u, err := url.Parse(rest)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, inputErrorf("--gpu-telemetry: dcgm=URL wants the exporter's http(s) URL, e.g. dcgm=http://gpu-host:9400/metrics, got %q", rest)
+			return nil, fieldErrorf("GPUTelemetry", "dcgm=URL wants the exporter's http(s) URL, e.g. dcgm=http://gpu-host:9400/metrics, got %q", rest)
 		}
 		if u.Path == "" || u.Path == "/" {
 			u.Path = "/metrics"
 		}
 		g.Mode, g.URL = mode, u.String()
 	default:
-		return nil, inputErrorf("--gpu-telemetry: unknown %q (known: auto, off, nvidia-smi, dcgm=URL)", s)
+		return nil, fieldErrorf("GPUTelemetry", "unknown %q (known: auto, off, nvidia-smi, dcgm=URL)", s)
 	}
 	return g, nil
 }
@@ -68,11 +68,11 @@ func ParseEnergyPrice(s string) (float64, error) {
 	}
 	num, unit, hasUnit := strings.Cut(s, "/")
 	if hasUnit && !strings.EqualFold(strings.TrimSpace(unit), "kwh") {
-		return 0, inputErrorf("--energy-price: unit %q, want a price per kWh such as 0.12/kWh", unit)
+		return 0, fieldErrorf("GPUTelemetry.PricePerKWh", "unit %q, want a price per kWh such as 0.12/kWh", unit)
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(num, "$")), 64)
 	if err != nil || !(v > 0) {
-		return 0, inputErrorf("--energy-price: want a positive price per kWh such as 0.12/kWh, got %q", s)
+		return 0, fieldErrorf("GPUTelemetry.PricePerKWh", "want a positive price per kWh such as 0.12/kWh, got %q", s)
 	}
 	return v, nil
 }
@@ -109,7 +109,7 @@ func startGPUSampling(ctx context.Context, cfg GPUTelemetry, client *http.Client
 	case "nvidia-smi":
 		gpus, err := machine.GPUs(ctx)
 		if errors.Is(err, machine.ErrNoNvidiaSMI) {
-			return nil, inputErrorf("--gpu-telemetry nvidia-smi: nvidia-smi is not on PATH")
+			return nil, fieldErrorf("GPUTelemetry", "nvidia-smi is not on PATH")
 		} else if err != nil {
 			return nil, fmt.Errorf("--gpu-telemetry: %w", err)
 		}

@@ -40,17 +40,17 @@ const (
 // CheckHost refuses a plan the machine cannot run, before any request:
 // more streams in flight than the process may open connections, or a
 // level whose prompts and streams would need more memory than is
-// available. The error names the flag and the numbers.
+// available. The error names the Plan field and the numbers.
 func (p *Plan) CheckHost(h Host) error {
-	in, out := p.Workload.InputTokens, p.Workload.OutputTokens
-	for _, lv := range p.Levels {
-		streams, flag := lv.Load.Concurrency, "--concurrency"
+	in, out := p.Workload.Lengths()
+	for _, lv := range p.levels() {
+		streams, field := lv.Load.Concurrency, "Load.Concurrency"
 		if lv.Load.Mode == metrics.ModeRate {
-			streams, flag = lv.MaxInFlight, "--max-concurrency"
+			streams, field = lv.MaxInFlight, "Load.MaxInFlight"
 		}
 		if h.OpenFiles > 0 && streams+spareFiles > h.OpenFiles {
-			return inputErrorf("%s: %d streams at %s need %d connections, and this process may open %d files (ulimit -n): raise the limit, lower %s, or split the load over machines with --shard",
-				flag, streams, lv.Load, streams, h.OpenFiles, flag)
+			return fieldErrorf(field, "%d streams at %s need %d connections, and this process may open %d files (ulimit -n): raise the limit, lower the streams, or split the load over machines in shards",
+				streams, lv.Load, streams, h.OpenFiles)
 		}
 		if h.MemoryBytes <= 0 {
 			continue
@@ -62,8 +62,8 @@ func (p *Plan) CheckHost(h Host) error {
 		prompt := float64((p.Workload.PrefixTokens + li) * promptBytesPerToken)
 		need := float64(plannedRequests(lv))*(prompt+requestOverhead) + float64(streams)*(streamOverhead+2*prompt+32*float64(out))
 		if need > h.MemoryBytes {
-			return inputErrorf("%s: %s would need about %s of memory for its %d prompts of %d tokens and %d streams, and %s is available: lower --concurrency, --requests or --input-tokens, or split the load with --shard",
-				loadFlag(lv), lv.Load, humanize.IBytes(uint64(need)), plannedRequests(lv), p.Workload.PrefixTokens+li, streams, humanize.IBytes(uint64(h.MemoryBytes)))
+			return fieldErrorf(loadField(lv), "%s would need about %s of memory for its %d prompts of %d tokens and %d streams, and %s is available: lower the users, the requests or the prompt length, or split the load into shards",
+				lv.Load, humanize.IBytes(uint64(need)), plannedRequests(lv), p.Workload.PrefixTokens+li, streams, humanize.IBytes(uint64(h.MemoryBytes)))
 		}
 	}
 	return nil
@@ -79,9 +79,9 @@ func plannedRequests(lv load.Level) int {
 	return n
 }
 
-func loadFlag(lv load.Level) string {
+func loadField(lv load.Level) string {
 	if lv.Load.Mode == metrics.ModeRate {
-		return "--rate"
+		return "Load.Rates"
 	}
-	return "--concurrency"
+	return "Load.Concurrency"
 }

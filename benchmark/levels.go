@@ -22,10 +22,11 @@ func (r *run) runLevels(ctx context.Context, run levelRunner, annotate func(*met
 		s := *p.Sweep // the sweep keeps its state as it goes: the plan's stays as given
 		sweep = &s
 	}
+	planned := p.levels()
 	next := func(i int) (load.Level, bool) {
 		if sweep == nil {
-			if i < len(p.Levels) {
-				return p.Levels[i], true
+			if i < len(planned) {
+				return planned[i], true
 			}
 			return load.Level{}, false
 		}
@@ -33,7 +34,7 @@ func (r *run) runLevels(ctx context.Context, run levelRunner, annotate func(*met
 		if !ok {
 			return load.Level{}, false
 		}
-		lv := p.SweepLevel
+		lv := p.Load.SweepLevel()
 		lv.Load = metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: c}
 		if lv.Requests == 0 && lv.Duration == 0 {
 			lv.Requests = max(4*c, 16)

@@ -105,47 +105,57 @@ func (s LevelSpec) SweepLevel() load.Level {
 		Steps: s.Steps, ThinkTime: s.ThinkTime, RampUp: s.RampUp, Lockstep: s.Lockstep, SummaryEvery: s.SummaryEvery}
 }
 
-// Validate checks what the plan's levels and client options can run; the
-// error is an InputError naming the bench flag.
+// Validate checks what the plan's levels, workload and client options can
+// run, and that the copies of a dataset's rows its levels make fit the
+// budget; the error is an InputError naming the Plan field. Run
+// validates the plan first.
 func (p *Plan) Validate() error {
 	c := p.Client
 	switch {
-	case c.Timeout < 0 || c.StallTimeout < 0 || c.Grace < 0:
-		return inputErrorf("--timeout, --stall-timeout and --grace must not be negative")
+	case c.Timeout < 0:
+		return fieldErrorf("Client.Timeout", "must not be negative, got %s", c.Timeout)
+	case c.StallTimeout < 0:
+		return fieldErrorf("Client.StallTimeout", "must not be negative, got %s", c.StallTimeout)
+	case c.Grace < 0:
+		return fieldErrorf("Client.Grace", "must not be negative, got %s", c.Grace)
 	case c.Retry < 0:
-		return inputErrorf("--retry: must be 0 or more, got %d", c.Retry)
+		return fieldErrorf("Client.Retry", "must be 0 or more, got %d", c.Retry)
 	case c.MaxErrorRate < 0 || c.MaxErrorRate > 1:
-		return inputErrorf("--max-error-rate: must be between 0 and 1, got %g", c.MaxErrorRate)
+		return fieldErrorf("Client.MaxErrorRate", "must be between 0 and 1, got %g", c.MaxErrorRate)
 	case p.Repeat < 1:
-		return inputErrorf("--repeat: must be at least 1, got %d", p.Repeat)
-	case len(p.Levels) == 0 && p.Sweep == nil:
-		return inputErrorf("--concurrency, --rate or --sweep: no level to run")
-	case p.Workload.Tokenizer == nil || len(p.Workload.Inputs) == 0:
-		return inputErrorf("--input-tokens and --tokenizer: no workload")
+		return fieldErrorf("Repeat", "must be at least 1, got %d", p.Repeat)
+	case p.Workload.Tokenizer == nil:
+		return fieldErrorf("Workload.Tokenizer", "none: prompts are built and output counted with one")
+	case len(p.Workload.Inputs) == 0:
+		return fieldErrorf("Workload.Inputs", "none: give at least one prompt length")
 	}
+	planned := p.levels()
+	if len(planned) == 0 && p.Sweep == nil {
+		return fieldErrorf("Load", "no level to run: give concurrency levels, rates, a trace or a sweep")
+	}
+	sweep := p.Load.SweepLevel()
 	closed := p.Sweep != nil
-	levels := append([]load.Level{p.SweepLevel}, p.Levels...)
-	for i, lv := range levels {
-		planned := i > 0
-		if planned && lv.Load.Mode == metrics.ModeConcurrency {
+	for i, lv := range append([]load.Level{sweep}, planned...) {
+		isPlanned := i > 0
+		if isPlanned && lv.Load.Mode == metrics.ModeConcurrency {
 			closed = true
 			if lv.Load.Concurrency < 1 {
-				return inputErrorf("--shard: shard %d/%d of a level with fewer users than shards has no users; give each level at least %d",
+				return fieldErrorf("Shard", "shard %d/%d of a level with fewer users than shards has no users; give each level at least %d",
 					p.Shard.Index, p.Shard.Count, p.Shard.Count)
 			}
 		}
-		if planned && lv.Requests == 0 && lv.Duration == 0 {
-			return inputErrorf("--shard: shard %d/%d of --requests sends none; give at least %d", p.Shard.Index, p.Shard.Count, p.Shard.Count)
+		if isPlanned && lv.Requests == 0 && lv.Duration == 0 {
+			return fieldErrorf("Shard", "shard %d/%d of a level's requests sends none; give at least %d", p.Shard.Index, p.Shard.Count, p.Shard.Count)
 		}
 		if lv.Lockstep && lv.RampUp > 0 {
-			return inputErrorf("--lockstep: starts every user at once; it cannot go with --ramp-up")
+			return fieldErrorf("Load.Lockstep", "starts every user at once; it cannot go with a ramp-up")
 		}
 		if lv.RampUp > 0 && lv.Duration > 0 && lv.RampUp >= lv.Duration {
-			return inputErrorf("--ramp-up: %s is not shorter than --duration %s, so the last users would never start", lv.RampUp, lv.Duration)
+			return fieldErrorf("Load.RampUp", "%s is not shorter than the level's duration %s, so the last users would never start", lv.RampUp, lv.Duration)
 		}
 	}
-	if p.SweepLevel.RampUp > 0 && !closed {
-		return inputErrorf("--ramp-up: applies to closed-loop levels (--concurrency); --rate levels send on their own schedule")
+	if sweep.RampUp > 0 && !closed {
+		return fieldErrorf("Load.RampUp", "applies to closed-loop levels; open-loop levels send on their own schedule")
 	}
-	return nil
+	return p.checkDataset(planned)
 }

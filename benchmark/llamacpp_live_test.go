@@ -73,7 +73,7 @@ func checkLiveLine(t *testing.T, p *Plan, scraped bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 * p.Levels[0].Requests; len(res.Summary.Levels) != 2 || res.Completed() != want {
+	if want := 2 * p.levels()[0].Requests; len(res.Summary.Levels) != 2 || res.Completed() != want {
 		t.Fatalf("levels %d, completed %d; want 2, %d; errors %v %v", len(res.Summary.Levels), res.Completed(), want, res.Summary.Levels[0].Requests.Errors, res.Summary.Levels[0].Requests.ErrorSamples)
 	}
 	if scraped && res.Summary.Levels[1].ServerMetrics == nil {

@@ -55,14 +55,20 @@ func ResolvePhysics(in PhysicsInput) (*Physics, string, error) {
 	if in.Hardware == "" {
 		return nil, "", nil
 	}
-	if _, err := in.hardware(); err != nil {
-		return nil, "", err // a name the catalog lacks is wrong whatever the model
+	// A name the catalog lacks is wrong whatever the model. This machine
+	// is no name to check: its bandwidth is measured (or its cache
+	// checked) once, by the deployment that uses it, so that a run has
+	// one figure and one account of where it came from.
+	if in.Hardware != "local" {
+		if _, err := in.hardware(); err != nil {
+			return nil, "", err
+		}
 	}
 	switch {
 	case in.GGUF != "":
 		m, w, note, err := physics.FromGGUF(in.GGUF)
 		if err != nil {
-			return nil, "", inputErrorf("--gguf: %v", err)
+			return nil, "", fieldErrorf("PhysicsIn.GGUF", "%v", err)
 		}
 		return in.with(m, &w, note+fileAge(in.GGUF), false)
 	case in.ParamsB > 0:
@@ -91,7 +97,7 @@ func (in PhysicsInput) with(m physics.Model, w *physics.Precision, source string
 		}
 		p, err := physics.LookupPrecision(quant)
 		if err != nil {
-			return nil, "", UnknownInput("--quant", err)
+			return nil, "", UnknownInput("PhysicsIn.Quant", err)
 		}
 		w = &p
 	}
@@ -111,7 +117,7 @@ func (in PhysicsInput) hardware() (physics.Hardware, error) {
 	}
 	h, err := physics.LookupHardware(in.Hardware)
 	if err != nil {
-		return h, UnknownInput("--hardware", err)
+		return h, UnknownInput("PhysicsIn.Hardware", err)
 	}
 	return h, nil
 }
@@ -207,13 +213,13 @@ func LocalHardware(ctx context.Context, remeasure bool) (physics.Hardware, error
 	return info.Hardware(), nil
 }
 
-// UnknownInput is the InputError for a name the physics catalog lacks,
-// listing the names it knows.
-func UnknownInput(flag string, err error) error {
+// UnknownInput is the InputError of field for a name the physics catalog
+// lacks, listing the names it knows.
+func UnknownInput(field string, err error) error {
 	if ue, ok := errors.AsType[*physics.UnknownError](err); ok {
-		return inputErrorf("%s: unknown %q (known: %s)", flag, ue.Name, strings.Join(ue.Known, ", "))
+		return fieldErrorf(field, "unknown %q (known: %s)", ue.Name, strings.Join(ue.Known, ", "))
 	}
-	return inputErrorf("%s: %v", flag, err)
+	return fieldErrorf(field, "%v", err)
 }
 
 // CatalogModel matches a served model name such as

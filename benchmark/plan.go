@@ -5,14 +5,33 @@
 // the server's own /metrics around each level, the physical ceiling and
 // cost, and writes the run directory as it goes.
 //
-// `tokbench bench` turns its flags into a Plan and the Result into output;
-// the harness and any library user run the same code.
+// A Plan is the benchmark, typed. DefaultPlan is `tokbench bench` with
+// no flags (the embedded simulator, 1, 4 and 16 users, 512 tokens in and
+// 128 out); set its fields, and Run validates and runs it (ExampleRun):
+//
+//	plan := benchmark.DefaultPlan()
+//	plan.URL = "http://localhost:8000/v1" // "": the embedded simulator
+//	plan.Load.Concurrency = []int{1, 8}
+//	plan.Workload.Output = workload.Fixed(256)
+//	res, err := benchmark.Run(ctx, plan, benchmark.Hooks{})
+//	if err != nil {
+//		return err // an *InputError names the Plan field at fault
+//	}
+//	for _, lv := range res.Summary.Levels {
+//		fmt.Println(lv.Load, lv.TTFT.P50, lv.DecodeTPS.P50)
+//	}
+//
+// Run never changes the plan; Hooks.Out, a results.Writer, receives the
+// run directory as it is measured. `tokbench bench` turns its flags into
+// a Plan and the Result into output; the harness and any library user run
+// the same code.
 package benchmark
 
 import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -41,6 +60,8 @@ type Plan struct {
 	Header  http.Header
 	APIKey  string
 	Secrets []string
+	// APIKeyEnv names the variable APIKey was read from, for run.json.
+	APIKeyEnv string
 	// ContinuousUsage is auto (ask vLLM and the simulator for usage in
 	// every chunk), on or off.
 	ContinuousUsage Switch
@@ -54,16 +75,19 @@ type Plan struct {
 
 	Client ClientOptions
 
-	// Levels are the planned levels (this shard's part of each), run in
-	// order, each Repeat times. With Sweep set they are not used: the
-	// sweep picks concurrency levels from results, each like SweepLevel.
-	Levels     []load.Level
-	Sweep      *load.AutoSweep
-	SweepLevel load.Level
-	Repeat     int
-	SLOs       []metrics.SLO
-	Prices     metrics.Prices
-	Profile    string
+	// Load is the load asked for: its levels (this shard's part of each)
+	// run in order, each Repeat times. With Sweep set, the sweep picks
+	// concurrency levels from results, each sending what Load's
+	// SweepLevel does.
+	Load LevelSpec
+	// Levels, when set, are run instead of Load's (levels built by hand,
+	// as the harness does); Load is then only recorded.
+	Levels  []load.Level
+	Sweep   *load.AutoSweep
+	Repeat  int
+	SLOs    []metrics.SLO
+	Prices  metrics.Prices
+	Profile string
 	// StartAt, when set, is the instant the first level begins (shards of
 	// one run start together); set-up happens before it.
 	StartAt time.Time
@@ -82,18 +106,56 @@ type Plan struct {
 	Notes []string
 
 	// Meta is run.json's like-for-like metadata (hardware, quant, engine,
-	// label, token lengths); Config its configuration as given. Run adds
-	// what probing found to both.
+	// label, token lengths); Run adds what probing found. run.json's
+	// configuration is derived from the plan (Plan.Config).
 	Meta    map[string]string
-	Config  Config
 	Version string // the tool's version, for run.json
 }
 
-// SimOptions configure the embedded simulator (zero values: its defaults).
+// DefaultPlan is `tokbench bench` without flags: the embedded simulator,
+// closed-loop levels of 1, 4 and 16 users sending max(4×users, 16)
+// requests each after one warm-up, prompts of 512 tokens (cl100k_base)
+// asking for 128, a 10-minute request timeout and a 5-second grace. Each
+// call draws a new Workload.PromptSeed, so no run is served from a prompt
+// cache another filled; set it to send a run's prompts again.
+func DefaultPlan() *Plan {
+	tok, err := tokenize.Open(tokenize.Default)
+	if err != nil {
+		panic("benchmark: the built-in tokenizer: " + err.Error()) // compiled in: cannot fail
+	}
+	return &Plan{
+		API: "openai-chat", Header: http.Header{}, ContinuousUsage: Auto, Repeat: 1,
+		Client: ClientOptions{Timeout: 10 * time.Minute, Grace: 5 * time.Second},
+		Load: LevelSpec{
+			Concurrency: []int{1, 4, 16}, Arrival: load.ArrivalPoisson, Burstiness: 1,
+			Warmup: 1, Seed: 1, Steps: 1,
+		},
+		Sim:    SimOptions{Seed: 1},
+		Prices: metrics.Prices{GPUs: 1},
+		Workload: Workload{
+			Inputs: []workload.Dist{workload.Fixed(512)}, Output: workload.Fixed(128),
+			PrefixGroups: 1, Tokenizer: tok, PromptSeed: rand.Uint64() | 1,
+		},
+	}
+}
+
+// levels are the levels the plan runs (none when a sweep picks them).
+func (p *Plan) levels() []load.Level {
+	switch {
+	case p.Levels != nil:
+		return p.Levels
+	case p.Sweep != nil:
+		return nil
+	}
+	return p.Load.Levels()
+}
+
+// SimOptions configure the embedded simulator (zero values: its defaults);
+// Plan.Model, when set, is the model it simulates.
 type SimOptions struct {
-	Model, Quant, Hardware string
-	GPUs                   int
-	Seed                   uint64
+	Quant, Hardware string
+	GPUs            int
+	Seed            uint64
 }
 
 // ClientOptions are the HTTP client's and the load runner's settings.
@@ -122,9 +184,12 @@ type Workload struct {
 	Inputs []workload.Dist // one level dimension when there are several
 	Output workload.Dist
 	// Rows are a JSONL or ShareGPT dataset's rows; Corpus a text file to
-	// cut prompts from (Format workload.FormatText).
-	Rows   []workload.Row
-	Corpus string
+	// cut prompts from (Format workload.FormatText). Dataset and
+	// DatasetFormat name the file either came from and its format, for
+	// run.json.
+	Rows                   []workload.Row
+	Corpus                 string
+	Dataset, DatasetFormat string
 	// CopyBudget is what --dataset-budget leaves, once Rows hold their
 	// text, for the copies of it a level's requests make
 	// (workload.Config.MaxBytes; 0: unbounded).
@@ -140,15 +205,28 @@ type Workload struct {
 	// prompt cache that serves each turn's history is expected.
 	Chat       bool
 	PromptSeed uint64
-	// InputTokens and OutputTokens stand for the run where one number is
-	// needed (the physics context).
-	InputTokens, OutputTokens int
 	// Trace, when set, makes every level's requests: the trace's (see
 	// workload.TraceSource).
 	Trace *workload.Trace
 	// Media go with every request whose dataset row has none (see
 	// ParseMedia).
 	Media workload.MediaSpec
+}
+
+// Lengths are the input and output tokens that stand for the run where
+// one number is needed (run.json, the physics context, the host check):
+// the first input length and the output's mean, or a trace's averages.
+func (w Workload) Lengths() (in, out int) {
+	if t := w.Trace; t != nil && len(t.Requests) > 0 {
+		for _, r := range t.Requests {
+			in, out = in+r.InputTokens, out+r.OutputTokens
+		}
+		return in / len(t.Requests), out / len(t.Requests)
+	}
+	if len(w.Inputs) > 0 {
+		in = int(w.Inputs[0].Mean)
+	}
+	return in, int(w.Output.Mean)
 }
 
 // Switch is an auto/on/off setting.
@@ -161,16 +239,27 @@ const (
 	Off  Switch = "off"
 )
 
-// InputError is a plan that asks for what cannot be done: a bad flag or
+// InputError is a plan that asks for what cannot be done: a bad value or
 // file, or something the server lacks (no /tokenize for the server
-// tokenizer, an API the server does not speak). Its message names the
-// bench flag.
-type InputError struct{ Msg string }
+// tokenizer, an API the server does not speak). Field names the Plan
+// field at fault as it is spelled in Go ("Client.Retry", "Load.Concurrency",
+// "Workload.Rows"), so a front end can name its own spelling of it (bench
+// names the flag).
+type InputError struct {
+	Field string
+	Msg   string
+}
 
-func (e *InputError) Error() string { return e.Msg }
+func (e *InputError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
 
-func inputErrorf(format string, args ...any) error {
-	return &InputError{Msg: fmt.Sprintf(format, args...)}
+// fieldErrorf is an InputError of the Plan field named.
+func fieldErrorf(field, format string, args ...any) error {
+	return &InputError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // IsInputError reports whether err is (or wraps) an InputError.

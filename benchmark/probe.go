@@ -60,7 +60,7 @@ func (r *run) detect(ctx context.Context) error {
 		if _, ok := errors.AsType[*probe.UnreachableError](err); ok {
 			return modelListError(err, r.secrets)
 		}
-		return inputErrorf("--api auto: %s", api.Scrub(err.Error(), r.secrets))
+		return fieldErrorf("API", "auto: %s", api.Scrub(err.Error(), r.secrets))
 	}
 	r.detected = &d
 	if !auto {
@@ -92,10 +92,10 @@ func CheckContinuousUsage(apiName string, mode Switch) error {
 	}
 	a, err := api.ByName(apiName)
 	if err != nil {
-		return inputErrorf("--api: %v", err)
+		return fieldErrorf("API", "%v", err)
 	}
 	if _, ok := a.(api.OpenAI); !ok {
-		return inputErrorf("--continuous-usage on: %s does not take it (only openai-chat and openai-completions do)", a.Name())
+		return fieldErrorf("ContinuousUsage", "on: %s does not take it (only openai-chat and openai-completions do)", a.Name())
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (r *run) setContinuousUsage(engine string) error {
 	o, ok := r.adapter.(api.OpenAI)
 	if !ok {
 		if mode == On {
-			return inputErrorf("--continuous-usage on: %s does not take it (only openai-chat and openai-completions do)", r.adapter.Name())
+			return fieldErrorf("ContinuousUsage", "on: %s does not take it (only openai-chat and openai-completions do)", r.adapter.Name())
 		}
 		return nil
 	}
@@ -125,9 +125,10 @@ func (r *run) continuousUsage() bool {
 	return ok && o.ContinuousUsage
 }
 
-// meta is run.json's meta: the plan's, then what probing found
-// (server_engine, server_version, server_models, server_max_context, the
-// model facts, vLLM's max_model_len); what the plan says wins.
+// meta is run.json's meta: the plan's, the run's token lengths
+// (Workload.Lengths), then what probing found (server_engine,
+// server_version, server_models, server_max_context, the model facts,
+// vLLM's max_model_len); what the plan says wins.
 func (r *run) meta() map[string]string {
 	m := make(map[string]string, len(r.p.Meta)+8)
 	for k, v := range r.p.Meta {
@@ -138,6 +139,9 @@ func (r *run) meta() map[string]string {
 			m[k] = v
 		}
 	}
+	in, out := r.p.Workload.Lengths()
+	add("input_tokens", fmt.Sprint(in))
+	add("output_tokens", fmt.Sprint(out))
 	if d := r.detected; d != nil {
 		add("server_engine", d.Engine)
 		add("server_version", d.Version)
@@ -159,10 +163,10 @@ func (r *run) meta() map[string]string {
 	return m
 }
 
-// config is run.json's configuration: the plan's, with what set-up
-// decided (the protocol, the model, what the requests ask for).
+// config is run.json's configuration: the plan's (Plan.Config), with what
+// set-up decided (the protocol, the model, what the requests ask for).
 func (r *run) config() Config {
-	c := r.p.Config
+	c := r.p.Config()
 	c.API, c.Model = r.adapter.Name(), r.model
 	c.ContinuousUsage = r.continuousUsage()
 	c.IgnoreEOSSent = r.p.IgnoreEOS && api.SendsIgnoreEOS(r.adapter)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -107,14 +108,17 @@ func (r *run) notice(format string, args ...any) {
 	}
 }
 
-// Run runs the plan. Set-up failures (an InputError, a server that cannot
+// Run validates the plan and runs it. Set-up failures (an InputError, a server that cannot
 // be reached) are errors before any level; failed requests are
 // measurements, in the Result. An interrupt (ctx canceled) ends the level
 // in flight and returns what was measured, with Summary.Interrupted set.
 func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	r := &run{
 		p: p, hooks: hooks, base: p.URL, model: p.Model,
-		header: p.Header.Clone(), secrets: append([]string(nil), p.Secrets...),
+		header: p.Header.Clone(), secrets: append(api.URLSecrets(p.URL), p.Secrets...),
 		physics: p.Physics, notes: append([]string(nil), p.Notes...), serverMetrics: p.ServerMetrics,
 	}
 	if r.header == nil {
@@ -124,7 +128,7 @@ func Run(ctx context.Context, p *Plan, hooks Hooks) (*Result, error) {
 	if p.API == "auto" {
 		r.adapter = api.OpenAI{Chat: true} // until probing picks one
 	} else if r.adapter, err = api.ByName(p.API); err != nil {
-		return nil, inputErrorf("--api: %v", err)
+		return nil, fieldErrorf("API", "%v", err)
 	}
 	r.setAPIKey(p.APIKey)
 	if t := p.Workload.Trace; t != nil {
@@ -214,7 +218,7 @@ func (r *run) setUp(ctx context.Context) error {
 		srv := &tokenize.Server{BaseURL: r.base, Model: r.model, HTTP: r.http, Header: r.header}
 		if _, err := srv.CountContext(ctx, "hello"); err != nil {
 			if errors.Is(err, tokenize.ErrNoEndpoint) {
-				return inputErrorf("--tokenizer server: %v", err)
+				return fieldErrorf("Workload.ServerTokenizer", "%v", err)
 			}
 			return fmt.Errorf("--tokenizer server: %w", err)
 		}
@@ -237,14 +241,15 @@ func (r *run) checkContext() error {
 	if limit <= 0 || len(wl.Rows) > 0 || wl.Trace != nil {
 		return nil
 	}
-	for _, lv := range r.p.Levels {
-		in := wl.InputTokens
+	in0, out := wl.Lengths()
+	for _, lv := range r.p.levels() {
+		in := in0
 		if lv.Load.InputTokens > 0 {
 			in = lv.Load.InputTokens
 		}
-		if need := wl.PrefixTokens + in + wl.OutputTokens; need > limit {
-			return inputErrorf("--input-tokens: %d prompt tokens and %d of output at %s are %d, past the server's context of %d tokens (max_model_len): the server would refuse every request",
-				wl.PrefixTokens+in, wl.OutputTokens, lv.Load, need, limit)
+		if need := wl.PrefixTokens + in + out; need > limit {
+			return fieldErrorf("Workload.Inputs", "%d prompt tokens and %d of output at %s are %d, past the server's context of %d tokens (max_model_len): the server would refuse every request",
+				wl.PrefixTokens+in, out, lv.Load, need, limit)
 		}
 	}
 	return nil
@@ -257,11 +262,11 @@ func modelListError(err error, secrets []string) error {
 	msg := api.Scrub(err.Error(), secrets)
 	if ue, ok := errors.AsType[*probe.UnreachableError](err); ok {
 		if ue.Class == api.ClassDNS {
-			return inputErrorf("--url: %s", msg)
+			return fieldErrorf("URL", "%s", msg)
 		}
 		return errors.New(msg + " (is the server running at that address?)")
 	}
-	return inputErrorf("--model: not given, and the server did not list one: %s", msg)
+	return fieldErrorf("Model", "not given, and the server did not list one: %s", msg)
 }
 
 // measure runs the levels and writes the run directory.
@@ -420,7 +425,7 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 	if wl.Trace != nil {
 		src, err := workload.NewTraceSource(wl.Trace, wl.Tokenizer, r.model, r.p.Shard.Seed(wl.PromptSeed))
 		if err != nil {
-			return nil, inputErrorf("--trace: %v", err)
+			return nil, fieldErrorf("Workload.Trace", "%v", err)
 		}
 		return src, nil
 	}
@@ -429,14 +434,14 @@ func (r *run) source(ctx context.Context, idx int, lv load.Level) (load.Source, 
 	if wl.Corpus != "" {
 		c, err := workload.OpenCorpus(wl.Corpus)
 		if err != nil {
-			return nil, inputErrorf("--dataset: %v", err)
+			return nil, fieldErrorf("Workload.Rows", "%v", err)
 		}
 		defer c.Close()
 		cfg.Corpus = c
 	}
 	src, err := workload.NewSource(ctx, cfg, n)
 	if errors.Is(err, workload.ErrBudget) {
-		return nil, inputErrorf("--dataset: %v; --dataset-budget raises it", err)
+		return nil, fieldErrorf("Workload.Rows", "%v; a larger Workload.CopyBudget raises it", err)
 	}
 	return src, err
 }
@@ -463,17 +468,18 @@ func (p *Plan) sourceConfig(idx int, lv load.Level) (workload.Config, int) {
 // take more memory in copies of the dataset's rows than its budget leaves
 // (workload.Config.CheckCopies). A sweep's levels, chosen as it runs, are
 // checked as each is made.
-func (p *Plan) checkDataset(name string) error {
+func (p *Plan) checkDataset(levels []load.Level) error {
 	if len(p.Workload.Rows) == 0 {
 		return nil
 	}
-	for i, lv := range p.Levels {
+	name := filepath.Base(p.Workload.Dataset)
+	for i, lv := range levels {
 		cfg, n := p.sourceConfig(i, lv)
 		if err := cfg.CheckCopies(n); err != nil {
 			if errors.Is(err, workload.ErrBudget) {
-				return inputErrorf("--dataset: %s: %v (at %s); --dataset-budget raises it", name, err, lv.Load)
+				return fieldErrorf("Workload.Rows", "%s: %v (at %s); a larger Workload.CopyBudget raises it", name, err, lv.Load)
 			}
-			return inputErrorf("--dataset: %v", err)
+			return fieldErrorf("Workload.Rows", "%v", err)
 		}
 	}
 	return nil
@@ -482,11 +488,11 @@ func (p *Plan) checkDataset(name string) error {
 // contextTokens is a level's typical context for the physics ceiling.
 func (r *run) contextTokens(lv *metrics.Level) int {
 	wl := r.p.Workload
-	in := wl.InputTokens
+	in, out := wl.Lengths()
 	if lv.Load.InputTokens > 0 {
 		in = lv.Load.InputTokens
 	}
-	return wl.PrefixTokens + in + wl.OutputTokens/2
+	return wl.PrefixTokens + in + out/2
 }
 
 // measuredTransport is run.json's account of what the run measured with:

@@ -25,7 +25,7 @@ func testPlan(t *testing.T, url string, spec LevelSpec) *Plan {
 	p := &Plan{
 		URL: url, API: "openai-chat", Model: "m", Repeat: 1, ContinuousUsage: Off,
 		Client:   ClientOptions{Timeout: 10 * time.Second},
-		Levels:   spec.Levels(),
+		Load:     spec,
 		Workload: Workload{Inputs: []workload.Dist{workload.Fixed(16)}, Output: workload.Fixed(8), Tokenizer: tok, PromptSeed: 1},
 	}
 	if err := p.Validate(); err != nil {
@@ -41,7 +41,7 @@ func TestRunMeasuresEveryLevel(t *testing.T) {
 	srv := fakellm.New(fakellm.Script{TTFT: 5 * time.Millisecond, Gap: time.Millisecond, Tokens: 8, Usage: true})
 	defer srv.Close()
 	p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{1, 3}, Requests: 6})
-	before := len(p.Levels)
+	before := len(p.levels())
 	started := 0
 	res, err := Run(context.Background(), p, Hooks{Level: func(*load.Runner, load.Level) func() { started++; return func() {} }})
 	if err != nil {
@@ -55,8 +55,8 @@ func TestRunMeasuresEveryLevel(t *testing.T) {
 			t.Errorf("%s: %d output tokens from %q, want 48 from usage", lv.Load, lv.OutputTokens, lv.TokenSource)
 		}
 	}
-	if len(p.Levels) != before || p.Model != "m" || p.Header != nil {
-		t.Errorf("Run changed the plan: %d levels, model %q, header %v", len(p.Levels), p.Model, p.Header)
+	if len(p.levels()) != before || p.Levels != nil || p.Model != "m" || p.Header != nil {
+		t.Errorf("Run changed the plan: %d levels, model %q, header %v", len(p.levels()), p.Model, p.Header)
 	}
 }
 
@@ -76,7 +76,8 @@ func TestRunWaitsForStartAt(t *testing.T) {
 	}
 }
 
-// TestValidate: a plan that cannot run is an InputError naming the flag.
+// TestValidate: a plan that cannot run is an InputError naming the Plan
+// field at fault.
 func TestValidate(t *testing.T) {
 	good := func() *Plan {
 		tok, _ := tokenize.Open(tokenize.Default)
@@ -84,36 +85,43 @@ func TestValidate(t *testing.T) {
 			Workload: Workload{Inputs: []workload.Dist{workload.Fixed(16)}, Tokenizer: tok}}
 	}
 	for _, c := range []struct {
-		flag string
-		mod  func(*Plan)
+		field string
+		mod   func(*Plan)
 	}{
-		{"--repeat", func(p *Plan) { p.Repeat = 0 }},
-		{"--retry", func(p *Plan) { p.Client.Retry = -1 }},
-		{"--max-error-rate", func(p *Plan) { p.Client.MaxErrorRate = 2 }},
-		{"--shard", func(p *Plan) {
+		{"Repeat", func(p *Plan) { p.Repeat = 0 }},
+		{"Client.Retry", func(p *Plan) { p.Client.Retry = -1 }},
+		{"Client.Grace", func(p *Plan) { p.Client.Grace = -time.Second }},
+		{"Client.MaxErrorRate", func(p *Plan) { p.Client.MaxErrorRate = 2 }},
+		{"Shard", func(p *Plan) {
 			p.Shard = load.Shard{Index: 3, Count: 4}
 			p.Levels = LevelSpec{Concurrency: []int{1}, Shard: p.Shard}.Levels()
 		}},
-		{"--lockstep", func(p *Plan) { p.Levels[0].Lockstep, p.Levels[0].RampUp = true, time.Second }},
-		{"--ramp-up", func(p *Plan) {
+		{"Load.Lockstep", func(p *Plan) { p.Levels[0].Lockstep, p.Levels[0].RampUp = true, time.Second }},
+		{"Load.RampUp", func(p *Plan) {
 			p.Levels = LevelSpec{Rates: []float64{2}}.Levels()
-			p.SweepLevel.RampUp = time.Second
+			p.Load.RampUp = time.Second
 		}},
-		{"--concurrency", func(p *Plan) { p.Levels = nil }},
+		{"Load", func(p *Plan) { p.Levels = nil }},
+		{"Workload.Tokenizer", func(p *Plan) { p.Workload.Tokenizer = nil }},
 	} {
 		p := good()
 		c.mod(p)
 		err := p.Validate()
-		if !IsInputError(err) || !strings.Contains(err.Error(), c.flag) {
-			t.Errorf("%s: %v, want an InputError naming it", c.flag, err)
+		ie, ok := errors.AsType[*InputError](err)
+		if !ok || ie.Field != c.field || !strings.HasPrefix(err.Error(), c.field+": ") {
+			t.Errorf("%s: %v, want an InputError of that field", c.field, err)
 		}
 	}
 	if err := good().Validate(); err != nil {
 		t.Errorf("a good plan: %v", err)
 	}
-	var ie *InputError
-	if errors.As(good().Validate(), &ie) {
-		t.Error("a good plan is an InputError")
+	p := good()
+	p.Levels, p.Load = nil, LevelSpec{Concurrency: []int{2}}
+	if err := p.Validate(); err != nil || len(p.levels()) != 1 || p.levels()[0].Requests != 16 {
+		t.Errorf("a plan of Load alone: %v, levels %+v; want one level of 16 requests", err, p.levels())
+	}
+	if err := DefaultPlan().Validate(); err != nil {
+		t.Errorf("DefaultPlan: %v", err)
 	}
 }
 
@@ -136,9 +144,8 @@ func TestRunLeavesTheSweep(t *testing.T) {
 	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
 	defer srv.Close()
 	p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{1}, Requests: 4})
-	p.Levels = nil
+	p.Load = LevelSpec{Requests: 4}
 	p.Sweep = &load.AutoSweep{Max: 4, Refine: 1}
-	p.SweepLevel = load.Level{Requests: 4}
 	before := *p.Sweep
 	var runs [2][]int
 	for i := range runs {

@@ -17,6 +17,7 @@ import (
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
+	"github.com/tokbench/tokbench/workload"
 )
 
 // mooncakeTrace writes n requests in Mooncake's format: gaps drawn at
@@ -57,14 +58,15 @@ func TestTraceReplay(t *testing.T) {
 	path := mooncakeTrace(t, n, 100) // 10 s of trace, 5 s replayed
 	srv := fakellm.New(fakellm.Script{TTFT: 2 * time.Millisecond, Gap: 200 * time.Microsecond, Usage: true})
 	defer srv.Close()
-	o := DefaultOptions()
-	o.URL, o.Model, o.Trace, o.TraceSpeed, o.Warmup = srv.URL+"/v1", "m", path, "2", 0
-	o.Getenv = func(string) string { return "" }
-	o.Given = func(f string) bool { return f == "trace" || f == "trace-speed" || f == "warmup" }
-	p, err := o.Plan()
+	tr, err := workload.ReadTrace(path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := DefaultPlan()
+	p.URL, p.Model, p.IgnoreEOS = srv.URL+"/v1", "m", true
+	p.Load = LevelSpec{Trace: tr, TraceSpeeds: []float64{2}}
+	p.Workload.Trace = tr
+	p.Levels = p.Load.Levels()
 	if len(p.Levels) != 1 || p.Levels[0].Load.Arrival != metrics.ArrivalTrace || len(p.Levels[0].Offsets) != n {
 		t.Fatalf("levels %+v", p.Levels)
 	}

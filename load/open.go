@@ -104,10 +104,23 @@ sending:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The send's instant frees the builder for the next body, so
+			// that it builds in the gap after the write, not as the next
+			// send prepares (on one processor a long prompt's body holds
+			// it for milliseconds); a send that never reached its wait
+			// frees it as it ends.
+			freed := false
+			defer func() {
+				if !freed {
+					ahead.sent()
+				}
+			}()
 			steps := sendSteps{due: due, reached: reached, woke: woke, began: time.Now()}
 			wait := func(at time.Time) {
 				spin.Until(at)
 				steps.waited = time.Now()
+				freed = true
+				ahead.sent()
 			}
 			rec := r.one(api.SendAt(reqCtx, due, wait), idx, start, b)
 			// actual t0 − scheduled instant, of the first attempt: a
@@ -151,17 +164,31 @@ const (
 )
 
 // builder builds a level's requests in order on a goroutine of its own,
-// ahead of their instants (buildAhead).
+// ahead of their instants (buildAhead). Once as far ahead as it may go,
+// it builds the next request only when a send has reached its instant
+// (sent): in the gap after a write, not beside the sends that are
+// preparing for theirs.
 type builder struct {
 	c      chan prebuilt
 	bytes  atomic.Int64  // the bodies built and not yet taken
 	primed chan struct{} // closed once the builder is as far ahead as it may go
+	room   chan struct{} // a token for each send that reached its instant
+}
+
+// sent says a send reached its instant (or ended without): the builder
+// may build one more.
+func (b *builder) sent() {
+	select {
+	case b.room <- struct{}{}:
+	default: // as many tokens wait as requests were taken: none is lost
+	}
 }
 
 // buildAhead starts building the level's n requests; the builder stops
 // when quit closes, and its channel closes after the last request.
 func (r *Runner) buildAhead(src Source, n int, quit <-chan struct{}, wg *sync.WaitGroup) *builder {
-	b := &builder{c: make(chan prebuilt, max(min(n, aheadRequests), 1)), primed: make(chan struct{})}
+	depth := max(min(n, aheadRequests), 1)
+	b := &builder{c: make(chan prebuilt, depth), primed: make(chan struct{}), room: make(chan struct{}, depth)}
 	primed := sync.OnceFunc(func() { close(b.primed) })
 	wg.Add(1)
 	go func() {
@@ -169,6 +196,14 @@ func (r *Runner) buildAhead(src Source, n int, quit <-chan struct{}, wg *sync.Wa
 		defer close(b.c)
 		defer primed()
 		for i := range n {
+			if i >= depth {
+				primed()
+				select {
+				case <-b.room:
+				case <-quit:
+					return
+				}
+			}
 			for b.bytes.Load() > aheadBytes && len(b.c) > 0 {
 				primed()
 				select {

@@ -3,9 +3,11 @@ package load
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
@@ -100,5 +102,53 @@ func TestConversationTurnsOnTheirInstant(t *testing.T) {
 	}
 	if p50 := late[len(late)/2]; timed && p50 > 0.3 {
 		t.Errorf("later turns left p50 %.3f ms after their instants, want within 0.3 ms", p50)
+	}
+}
+
+// stampedSource records the instant each request was built.
+type stampedSource struct {
+	fixedSource
+	mu    sync.Mutex
+	built map[int]time.Time
+}
+
+func (s *stampedSource) Request(i int) (*api.Request, int) {
+	s.mu.Lock()
+	s.built[i] = time.Now()
+	s.mu.Unlock()
+	return s.fixedSource.Request(i)
+}
+
+// TestBuilderBuildsAfterASend: once the builder is as far ahead as it may
+// go, it builds the next request only when a send has reached its instant,
+// so that a long prompt's body is built in the gap after a write, not
+// while the next send prepares: request depth+k is built no earlier than
+// request k's instant, and every request is still sent.
+func TestBuilderBuildsAfterASend(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	r := newRunner(t, srv)
+	const n = aheadRequests + 30
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 500, Arrival: ArrivalConstant}, Requests: n}
+	src := &stampedSource{fixedSource: fixedSource{maxTokens: 2}, built: map[int]time.Time{}}
+	res, err := r.RunLevel(context.Background(), 0, lv, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != n {
+		t.Fatalf("%d records, want %d", len(res.Records), n)
+	}
+	start := time.Unix(0, r.Progress.Start.Load())
+	offsets, err := Schedule(ArrivalConstant, 500, 0, n, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := aheadRequests; i < n; i++ {
+		due := start.Add(offsets[i-aheadRequests])
+		if at, ok := src.built[i]; !ok {
+			t.Errorf("request %d was never built", i)
+		} else if at.Before(due) {
+			t.Errorf("request %d was built %v before request %d's instant: the builder ran beside a send preparing", i, due.Sub(at), i-aheadRequests)
+		}
 	}
 }

@@ -29,10 +29,10 @@ type Metric struct {
 	// request by it from the scheduled instant (QueueMs added), so a
 	// client that fell behind its schedule cannot hide latency.
 	FromSchedule bool
-	// Key are the statistics compare shows for every level and Repeats
-	// keeps each run's value of (PerRun); Spread those Repeats keeps the
-	// range over the runs of; CSV those CSV gives a column. An aggregate
-	// lists "" (itself).
+	// Key are the statistics compare shows for every level; Spread those
+	// Repeats keeps the range over the runs of; CSV those CSV gives a
+	// column. An aggregate lists "" (itself). Repeats keeps each run's
+	// value of every statistic (RunStats).
 	Key, Spread, CSV []string
 }
 
@@ -83,6 +83,17 @@ var Registry = []Metric{
 // StatNames are the statistics of a distribution a name may take
 // ("ttft_p95"); "median" is read as p50.
 var StatNames = []string{"mean", "min", "max", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"}
+
+// RunStats are the statistics Repeats keeps each run's value of
+// (Repeats.PerRun): every one a compare row or gate may name — each of
+// StatNames of a distribution, an aggregate itself ("") — so that repeated
+// runs are compared one value per run whatever the gate names.
+func (m Metric) RunStats() []string {
+	if m.Aggregate() {
+		return []string{""}
+	}
+	return StatNames
+}
 
 // Aggregate reports whether the metric is one number per level.
 func (m Metric) Aggregate() bool { return m.Dist == nil }

@@ -123,3 +123,59 @@ func TestRegistryIsTheOnePlace(t *testing.T) {
 		t.Errorf("CSV header %q, row %q: want a chunk_gap_p50_ms column holding 3.5", rows[0], rows[1])
 	}
 }
+
+// everyMetricLevel is a completed level in which every metric of the
+// registry has the value v: every statistic of each distribution, and
+// each aggregate.
+func everyMetricLevel(v float64) metrics.Level {
+	lv := metrics.Level{
+		Load:      metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: 1},
+		Requests:  metrics.Requests{Sent: 10, Completed: 10},
+		DurationS: 1, OutputTPS: v, SteadyOutputTPS: v, RequestRPS: v, GoodputRPS: v, ErrorRate: v,
+	}
+	for _, m := range metrics.Registry {
+		if !m.Aggregate() {
+			*m.Dist(&lv) = metrics.Stats{Count: 10, Mean: v, Min: v, P5: v, P10: v, P25: v, P50: v, P75: v, P90: v, P95: v, P99: v, Max: v}
+		}
+	}
+	return lv
+}
+
+// TestEveryMetricIsTestedPerRun ranges over the registry: with three
+// repeated runs a side, every statistic of every metric — the ones a gate
+// may name, not only those compare shows — keeps each run's value, and a
+// gate on it is judged by the per-run test, not by per-request samples
+// (which ITL, pooling every request's gaps, does not even have).
+func TestEveryMetricIsTestedPerRun(t *testing.T) {
+	fold := func(vs ...float64) metrics.Level {
+		var runs []metrics.Level
+		for _, v := range vs {
+			runs = append(runs, everyMetricLevel(v))
+		}
+		return metrics.MedianOfRuns(runs, nil)
+	}
+	a, b := fold(10, 11, 9), fold(20, 22, 18)
+	d := compare.Compare(&compare.Run{Dir: "a", Summary: metrics.Summary{Levels: []metrics.Level{a}}},
+		&compare.Run{Dir: "b", Summary: metrics.Summary{Levels: []metrics.Level{b}}}, compare.Options{})
+	for _, m := range metrics.Registry {
+		if len(m.RunStats()) == 0 {
+			t.Errorf("%s: no statistic kept per run", m.Name)
+		}
+		for _, stat := range m.RunStats() {
+			name := m.StatName(stat)
+			if got := a.Repeats.PerRun[name]; !slices.Equal(got, []float64{10, 11, 9}) {
+				t.Errorf("%s: per run %v, want [10 11 9]", name, got)
+			}
+			gate := name + ">+10%"
+			conds, err := compare.ParseConditions(gate)
+			if err != nil {
+				t.Errorf("%s: %v", gate, err)
+				continue
+			}
+			trips := d.Check(conds)
+			if len(trips) != 1 || trips[0].Row.Test != "per-run Welch t" {
+				t.Errorf("gate %s on repeated runs: %+v, want one judged by the per-run Welch t", gate, trips)
+			}
+		}
+	}
+}

@@ -13,9 +13,10 @@ type Repeats struct {
 	// Spread is [min, max] over the runs of the statistics each metric
 	// names in Metric.Spread.
 	Spread map[string][2]float64 `json:"spread"`
-	// PerRun holds each run's value of the key statistics (Metric.Key:
-	// those compare shows), in run order: the unit a comparison of
-	// repeated runs tests, one value per run.
+	// PerRun holds each run's value of every statistic of every metric
+	// (Metric.RunStats: those compare rows and gates may name), in run
+	// order: the unit a comparison of repeated runs tests, one value per
+	// run.
 	PerRun map[string][]float64 `json:"per_run,omitempty"`
 }
 
@@ -143,7 +144,7 @@ func foldRuns(runs []Level, slos []SLO, fold func([]float64) float64, name strin
 				return v
 			})
 		}
-		for _, stat := range m.Key {
+		for _, stat := range m.RunStats() {
 			for i := range runs {
 				if v, ok := m.Of(&runs[i], stat); ok {
 					out.Repeats.PerRun[m.StatName(stat)] = append(out.Repeats.PerRun[m.StatName(stat)], v)

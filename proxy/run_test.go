@@ -21,17 +21,15 @@ import (
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/results"
+	"github.com/tokbench/tokbench/workload"
 )
 
 func benchTTFT(t *testing.T, base string) metrics.Level {
 	t.Helper()
-	o := benchmark.DefaultOptions()
-	o.URL, o.Model, o.Concurrency, o.Requests, o.OutputTokens, o.InputTokens = base, "m", "4", 40, "16", "32"
-	o.Getenv = func(string) string { return "" }
-	plan, err := o.Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := benchmark.DefaultPlan()
+	plan.URL, plan.Model = base, "m"
+	plan.Load.Concurrency, plan.Load.Requests = []int{4}, 40
+	plan.Workload.Inputs, plan.Workload.Output = []workload.Dist{workload.Fixed(32)}, workload.Fixed(16)
 	res, err := benchmark.Run(context.Background(), plan, benchmark.Hooks{})
 	if err != nil {
 		t.Fatal(err)

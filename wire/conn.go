@@ -167,13 +167,22 @@ func (c *h1conn) write(req *http.Request, body []byte) error {
 		b = append(b, "Connection: close\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	if len(body) <= h1InlineBody {
+	// The head and the body go in one write: over TCP a vectored one, the
+	// body uncopied; else (TLS) the body appended to the head, up to
+	// h1InlineBody. A short body is appended either way.
+	tc := tcpOf(c.conn)
+	if len(body) <= h1Buffer || tc == nil && len(body) <= h1InlineBody {
 		b = append(b, body...)
 		body = nil
 	}
 	c.head = b
 	if cap(c.head) > 4<<10 { // keep no large body around between requests
 		c.head = nil
+	}
+	if len(body) > 0 && tc != nil {
+		bufs := net.Buffers{b, body}
+		_, err := bufs.WriteTo(tc)
+		return err
 	}
 	if _, err := c.conn.Write(b); err != nil {
 		return err
@@ -195,6 +204,14 @@ const (
 	maxHeadBytes    = 1 << 20
 	maxInterimHeads = 5
 )
+
+// HandshakeError is a TLS handshake that failed, whatever its cause
+// (crypto/tls says many of them in words only); its text is the cause's.
+// A handshake the context or the connection ended wraps that cause too.
+type HandshakeError struct{ Err error }
+
+func (e *HandshakeError) Error() string { return e.Err.Error() }
+func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // ErrHeadTooLarge: the answer's head passed maxHeadBytes.
 var ErrHeadTooLarge = errors.New("the answer's headers passed 1 MiB")

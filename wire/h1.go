@@ -240,6 +240,11 @@ func requestBody(req *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer req.Body.Close()
+	if wb, ok := req.Body.(*Body); ok {
+		if b, whole := wb.whole(); whole && int64(len(b)) == req.ContentLength {
+			return b, nil
+		}
+	}
 	b := make([]byte, req.ContentLength)
 	if _, err := io.ReadFull(req.Body, b); err != nil {
 		return nil, fmt.Errorf("http: reading the request body: %w", err)

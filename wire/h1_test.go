@@ -29,7 +29,7 @@ type rawServer struct {
 }
 
 // newRawServer calls serve for every accepted connection, in its own goroutine.
-func newRawServer(t *testing.T, serve func(n int, c net.Conn, br *bufio.Reader)) *rawServer {
+func newRawServer(t testing.TB, serve func(n int, c net.Conn, br *bufio.Reader)) *rawServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -159,41 +159,63 @@ func TestTransportFraming(t *testing.T) {
 // TestTransportRequestHead: what goes on the wire is the request as built:
 // method, path and query, Host, the caller's headers, an exact
 // Content-Length and the body, inline or (large) after the head.
+// seenHead is what a server saw of a request (TestTransportRequestHead).
+type seenHead struct {
+	method, uri, host, auth, ua, ctype string
+	length                             int64
+	body                               []byte
+}
+
+// TestTransportRequestHead: the request goes out as net/http writes it,
+// its body whole, whether read from a bytes.Reader (copied) or set with
+// SetBody (sent uncopied, in one vectored write with the head, over a
+// plain connection and over one that takes receive stamps).
 func TestTransportRequestHead(t *testing.T) {
-	type seen struct {
-		method, uri, host, auth, ua, ctype string
-		length                             int64
-		body                               []byte
-	}
-	got := make(chan seen, 4)
+	got := make(chan seenHead, 4)
 	srv := newRawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		for {
 			req, body, err := readReq(br)
 			if err != nil {
 				return
 			}
-			got <- seen{req.Method, req.RequestURI, req.Host, req.Header.Get("Authorization"), req.Header.Get("User-Agent"),
+			got <- seenHead{req.Method, req.RequestURI, req.Host, req.Header.Get("Authorization"), req.Header.Get("User-Agent"),
 				req.Header.Get("Content-Type"), req.ContentLength, body}
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 		}
 	})
-	client := &http.Client{Transport: NewTransport()}
-	for _, size := range []int{300, h1InlineBody + 12345} {
-		body := bytes.Repeat([]byte("x"), size)
-		req, _ := http.NewRequest("POST", srv.url("/v1/chat/completions?a=b"), bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer sk-secret")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		s := <-got
-		if s.method != "POST" || s.uri != "/v1/chat/completions?a=b" || s.host != srv.ln.Addr().String() ||
-			s.auth != "Bearer sk-secret" || s.ua != "Go-http-client/1.1" || s.ctype != "application/json" ||
-			s.length != int64(size) || !bytes.Equal(s.body, body) {
-			t.Errorf("%d-byte body: server saw %s %s host %q auth %q ua %q type %q length %d body %d bytes",
-				size, s.method, s.uri, s.host, s.auth, s.ua, s.ctype, s.length, len(s.body))
+	stamped := NewTransport()
+	stamped.Fallback.DialContext = ReceiveTimestampDialer(nil)
+	forms := []struct {
+		name   string
+		client *http.Client
+		set    func(*http.Request, []byte)
+	}{
+		{"bytes.Reader", &http.Client{Transport: NewTransport()}, func(r *http.Request, b []byte) {
+			std, _ := http.NewRequest("POST", r.URL.String(), bytes.NewReader(b))
+			r.Body, r.ContentLength, r.GetBody = std.Body, std.ContentLength, std.GetBody
+		}},
+		{"SetBody", &http.Client{Transport: NewTransport()}, SetBody},
+		{"SetBody, stamped", &http.Client{Transport: stamped}, SetBody},
+	}
+	for _, f := range forms {
+		for _, size := range []int{0, 300, h1Buffer + 1, h1InlineBody + 12345} {
+			body := bytes.Repeat([]byte("x"), size)
+			req, _ := http.NewRequest("POST", srv.url("/v1/chat/completions?a=b"), nil)
+			f.set(req, body)
+			req.Header.Set("Authorization", "Bearer sk-secret")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := f.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			s := <-got
+			if s.method != "POST" || s.uri != "/v1/chat/completions?a=b" || s.host != srv.ln.Addr().String() ||
+				s.auth != "Bearer sk-secret" || s.ua != "Go-http-client/1.1" || s.ctype != "application/json" ||
+				s.length != int64(size) || !bytes.Equal(s.body, body) {
+				t.Errorf("%s, %d-byte body: server saw %s %s host %q auth %q ua %q type %q length %d body %d bytes",
+					f.name, size, s.method, s.uri, s.host, s.auth, s.ua, s.ctype, s.length, len(s.body))
+			}
 		}
 	}
 }
@@ -684,5 +706,41 @@ func strayAnswer(n int, w io.Writer, br *bufio.Reader, idle <-chan struct{}, sen
 			continue
 		}
 		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+	}
+}
+
+// BenchmarkLongBody: a 35 KB request (a 7k-token prompt) sent and
+// answered on a kept connection, its body in a bytes.Reader (read and
+// copied into the head) or set with SetBody (sent uncopied, one vectored
+// write): B/op shows the copies.
+func BenchmarkLongBody(b *testing.B) {
+	srv := newRawServer(b, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			if _, _, err := readReq(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+		}
+	})
+	body := bytes.Repeat([]byte("x"), 35000)
+	for _, form := range []string{"bytes.Reader", "SetBody"} {
+		b.Run(form, func(b *testing.B) {
+			tr := NewTransport()
+			defer tr.CloseIdleConnections()
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", srv.url("/"), nil)
+				if form == "SetBody" {
+					SetBody(req, body)
+				} else {
+					req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+				}
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
 	}
 }

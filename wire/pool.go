@@ -98,7 +98,7 @@ func (t *Transport) dial(ctx context.Context, o origin) (*h1conn, error) {
 		}
 		if err != nil {
 			nc.Close()
-			return nil, err
+			return nil, &HandshakeError{Err: err}
 		}
 		c.conn, c.tls = tc, &state
 	}

@@ -168,3 +168,6 @@ func rxStamp(oob []byte) int64 {
 	}
 	return 0
 }
+
+// tcp is the connection under the stamps, for a vectored write (tcpOf).
+func (c *rxConn) tcp() *net.TCPConn { return c.TCPConn }

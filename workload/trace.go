@@ -46,7 +46,10 @@ type TraceRequest struct {
 // Trace is a production trace, its requests in send order.
 type Trace struct {
 	Path, Format string
-	Requests     []TraceRequest
+	// Kept is the part of the file kept, as the caller asked for it
+	// ("600:1200"), for the record; empty: all of it.
+	Kept     string
+	Requests []TraceRequest
 	// Notes say what reading changed: requests whose timestamps went back
 	// in time, put in time order.
 	Notes []string

@@ -179,6 +179,11 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 	sc, ok := src.(source)
 	if !ok {
 		sc = source{tokens: 2, ttft: time.Millisecond, gap: time.Millisecond}
+		// The floor's request is as long as the scenario's: a long
+		// prompt's last byte reaches the server later by its size alone.
+		if req, _ := src.Request(0); len(req.Messages) > 0 {
+			sc.prompt = req.Messages[len(req.Messages)-1].Content
+		}
 	}
 	if s.BareLate, err = h.bareSend(scheduleOf(lv), sc, spinTo); err != nil {
 		return out, err

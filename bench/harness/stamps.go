@@ -15,12 +15,17 @@ type source struct {
 	tokens    int
 	ttft, gap time.Duration
 	burst     int
-	step      bool // writes on the server's step grid, as a batching engine
+	step      bool   // writes on the server's step grid, as a batching engine
+	prompt    string // the user's message ("": a short greeting)
 }
 
 func (s source) Request(int) (*api.Request, int) {
+	prompt := s.prompt
+	if prompt == "" {
+		prompt = "hello there"
+	}
 	return &api.Request{Model: "fake", MaxTokens: s.tokens,
-		Messages: []api.Message{{Role: "user", Content: "hello there"}},
+		Messages: []api.Message{{Role: "user", Content: prompt}},
 		Extra: map[string]any{"bench": map[string]any{
 			"ttft_us": s.ttft.Microseconds(), "gap_us": s.gap.Microseconds(), "burst": s.burst, "step": s.step}},
 	}, 2

@@ -23,7 +23,7 @@ import (
 // benchFlags are bench's flags: the benchmark's options, and what the
 // command does with the result.
 type benchFlags struct {
-	opt         benchmark.Options
+	opt         benchOptions
 	out, format string
 	replace     bool
 	metricsAddr string
@@ -32,7 +32,7 @@ type benchFlags struct {
 }
 
 func newBenchCmd(env Env) *cobra.Command {
-	f := &benchFlags{opt: benchmark.DefaultOptions()}
+	f := &benchFlags{opt: defaultBenchOptions()}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark a streaming endpoint (the embedded simulator without --url)",
@@ -95,8 +95,7 @@ func runBench(ctx context.Context, env Env, f *benchFlags, cmd *cobra.Command) e
 			return usagef("--metrics-addr: %v", err)
 		}
 	}
-	f.opt.Given, f.opt.Getenv, f.opt.Version = cmd.Flags().Changed, env.Getenv, Version
-	plan, err := f.opt.Plan()
+	plan, err := f.opt.plan(planEnv{Given: cmd.Flags().Changed, Getenv: env.Getenv, Version: Version})
 	if err != nil {
 		return err
 	}

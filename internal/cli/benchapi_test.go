@@ -87,7 +87,7 @@ func TestBenchAPIAutoNothing(t *testing.T) {
 	defer srv.Close()
 	code, _, stderr := runCLI(context.Background(), nil, "bench", "--api", "auto", "--url", srv.URL+"/v1", "--requests", "1")
 	if code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
-		!strings.Contains(stderr, "--api auto") || !strings.Contains(stderr, "GET /props: HTTP 404") || !strings.Contains(stderr, "GET /health: HTTP 404") {
+		!strings.Contains(stderr, "--api: auto: ") || !strings.Contains(stderr, "GET /props: HTTP 404") || !strings.Contains(stderr, "GET /health: HTTP 404") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

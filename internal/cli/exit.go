@@ -58,7 +58,11 @@ func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	code := ExitFailure
+	code, msg := ExitFailure, err.Error()
+	if ie, ok := errors.AsType[*benchmark.InputError](err); ok {
+		// The library names the Plan field; the user gave a flag.
+		msg = flagMessage(msg, ie)
+	}
 	if ce, ok := errors.AsType[*codedError](err); ok {
 		code = ce.code
 	} else if _, ok := errors.AsType[*benchmark.InputError](err); ok {
@@ -66,7 +70,7 @@ func exitCode(stderr io.Writer, err error) int {
 	} else if _, ok := errors.AsType[*calibrate.InputError](err); ok {
 		code = ExitUsage
 	}
-	if msg := err.Error(); msg != "" {
+	if msg != "" {
 		fmt.Fprintf(stderr, "tokbench: %s\n", msg)
 	}
 	return code

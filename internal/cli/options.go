@@ -6,12 +6,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tokbench/tokbench/api"
-	"github.com/tokbench/tokbench/benchmark"
 )
 
 // registerOptions binds bench's flags to the benchmark's options; their
 // defaults are o's.
-func registerOptions(fl *pflag.FlagSet, o *benchmark.Options) {
+func registerOptions(fl *pflag.FlagSet, o *benchOptions) {
 	fl.StringVar(&o.URL, "url", o.URL, "base URL as the API's SDK takes it, e.g. http://localhost:8000/v1 (default: the embedded simulator)")
 	fl.StringVar(&o.API, "api", o.API, "protocol: "+strings.Join(api.Names, ", ")+", auto (probe the server)")
 	fl.StringVar(&o.Model, "model", o.Model, "model name (default: the first one the server lists)")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tokbench/tokbench/internal/fakellm"
 	"github.com/tokbench/tokbench/metrics"
-	"github.com/tokbench/tokbench/results"
 )
 
 // prompts is the user prompt of every request a fake received.
@@ -99,39 +98,5 @@ func TestPromptDifferenceNotCalledTemplate(t *testing.T) {
 	if lv.TemplateTokensPerRequest != 0 || lv.ExtraPromptTokensPerRequest <= 0 {
 		t.Errorf("template %v, extra %v: want the difference as extra prompt tokens (fake's own tokenizer counts %d of %d)",
 			lv.TemplateTokensPerRequest, lv.ExtraPromptTokensPerRequest, lv.InputTokens, lv.InputTokensRequested)
-	}
-}
-
-// TestLevelsStoredInLoadOrder: levels run as 4, 1, 2 are stored as 1, 2,
-// 4 in summary.json, and every record on disk still points at its own
-// level.
-func TestLevelsStoredInLoadOrder(t *testing.T) {
-	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
-	defer srv.Close()
-	dir := filepath.Join(t.TempDir(), "run")
-	code, _, stderr := runCLI(context.Background(), nil, "bench", "--url", srv.URL+"/v1", "--model", "m",
-		"--concurrency", "4,1,2", "--requests", "4", "--warmup", "0", "--out", dir, "--format", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	s, err := results.ReadSummary(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []int
-	for _, lv := range s.Levels {
-		got = append(got, lv.Load.Concurrency)
-	}
-	if fmt.Sprint(got) != "[1 2 4]" {
-		t.Fatalf("levels stored as %v, want [1 2 4]", got)
-	}
-	recs, _, err := results.ReadRecords(dir)
-	if err != nil || len(recs) != 12 {
-		t.Fatalf("%d records, %v", len(recs), err)
-	}
-	for _, r := range recs {
-		if r.Level < 0 || r.Level >= len(s.Levels) || s.Levels[r.Level].Load != r.Load {
-			t.Fatalf("record %d (load %s) points at level %d", r.ID, r.Load, r.Level)
-		}
 	}
 }

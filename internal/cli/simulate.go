@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/calibrate"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
@@ -39,7 +38,7 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 			if err != nil {
 				return err
 			}
-			users, err := benchmark.ParseCounts("--concurrency", concurrency, 1)
+			users, err := parseCounts("--concurrency", concurrency, 1)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package benchmark
+package cli
 
 import (
 	"crypto/tls"
@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/profile"
@@ -19,10 +19,10 @@ import (
 	"github.com/tokbench/tokbench/workload"
 )
 
-// Options are a benchmark as a user states it: each field is the value of
-// the `tokbench bench` flag of the same name, and Options.Plan's errors
-// name that flag. DefaultOptions holds the flags' defaults.
-type Options struct {
+// benchOptions are bench's flags as given: each field is the value of
+// the flag of the same name; plan turns them into a benchmark.Plan and its
+// errors name the flag. defaultBenchOptions holds the flags' defaults.
+type benchOptions struct {
 	URL, API, Model string
 	// Concurrency and Rate are comma lists ("1,4,16"); Rate, when set,
 	// makes the levels open-loop.
@@ -96,39 +96,43 @@ type Options struct {
 	// price per kWh ("0.12/kWh").
 	GPUTelemetry, EnergyPrice       string
 	PriceIn, PriceOut, GPUHourPrice float64
-
-	// Given reports whether the user set an option, by its flag name: a
-	// --profile stands in for the options not given, and a few checks
-	// refuse a given value the default would allow (nil: none given).
-	Given func(flag string) bool
-	// Getenv reads the environment for --api-key-env (nil: os.Getenv).
-	Getenv func(string) string
-	// Version is the tool's version, for run.json.
-	Version string
-	// Host is what the machine allows (nil: LocalHost()); a plan it
-	// cannot run is refused (Plan.CheckHost).
-	Host *Host
 }
 
-// DefaultOptions are `tokbench bench`'s defaults.
-func DefaultOptions() Options {
-	return Options{
+// defaultBenchOptions are bench's defaults.
+func defaultBenchOptions() benchOptions {
+	return benchOptions{
 		API: "openai-chat", Concurrency: "1,4,16", Arrival: string(load.ArrivalPoisson), Burstiness: 1,
 		Warmup: 1, InputTokens: "512", OutputTokens: "128", Tokenizer: tokenize.Default,
-		DatasetFormat: workload.FormatAuto, DatasetBudget: "1GiB", PrefixGroups: 1, ContinuousUsage: string(Auto), Seed: 1,
+		DatasetFormat: workload.FormatAuto, DatasetBudget: "1GiB", PrefixGroups: 1, ContinuousUsage: string(benchmark.Auto), Seed: 1,
 		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
 		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
 		Repeat: 1, SweepMax: 512, GPUTelemetry: "auto", Workload: "synthetic", Steps: 5, Turns: 5, TraceSpeed: "1",
 	}
 }
 
-// LongLevel is the --duration from which a level is summarized every
+// longLevel is the --duration from which a level is summarized every
 // minute as well, unless --summary-every says otherwise.
-const LongLevel = 10 * time.Minute
+const longLevel = 10 * time.Minute
 
-// options is one Plan call's state: the options, what they parse to.
-type options struct {
-	Options
+// planEnv is what plan reads besides the flags.
+type planEnv struct {
+	// Given reports whether the user set a flag, by its name: a --profile
+	// stands in for the flags not given, and a few checks refuse a given
+	// value the default would allow (nil: none given).
+	Given func(flag string) bool
+	// Getenv reads the environment for --api-key-env (nil: os.Getenv).
+	Getenv func(string) string
+	// Version is the tool's version, for run.json.
+	Version string
+	// Host is what the machine allows (nil: benchmark.LocalHost()); a
+	// plan it cannot run is refused (Plan.CheckHost).
+	Host *benchmark.Host
+}
+
+// planning is one plan call's state: the options, what they parse to.
+type planning struct {
+	benchOptions
+	planEnv
 	prof       *profile.Profile
 	slos       []metrics.SLO
 	shard      load.Shard
@@ -147,31 +151,30 @@ type options struct {
 	speeds     []float64
 }
 
-func (o *options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
+func (o *planning) given(flag string) bool { return o.Given != nil && o.Given(flag) }
 
-// Plan validates the options — reading the key file, the CA file, the
+// plan validates the options — reading the key file, the CA file, the
 // tokenizer and every dataset row, so a bad input stops the run before any
-// request — and returns the plan they describe. Its errors are
-// InputErrors naming the flag.
-func (opts Options) Plan() (*Plan, error) {
-	o := &options{Options: opts}
+// request — and returns the plan they describe. Its errors name the flag.
+func (opts benchOptions) plan(env planEnv) (*benchmark.Plan, error) {
+	o := &planning{benchOptions: opts, planEnv: env}
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
 	if o.given("url") && strings.TrimSpace(o.URL) == "" {
 		// A CI script's unset variable must not gate on simulated numbers.
-		return nil, inputErrorf("--url: empty; leave it out to benchmark the embedded simulator")
+		return nil, usagef("--url: empty; leave it out to benchmark the embedded simulator")
 	}
 	for _, check := range []func() error{o.loadShape, o.checkLoad, o.readTrace, o.network, o.protocol, o.workload} {
 		if err := check(); err != nil {
 			return nil, err
 		}
 	}
-	p := &Plan{
+	p := &benchmark.Plan{
 		URL: o.URL, API: o.API, Model: o.Model, Header: http.Header{},
-		Sim:             SimOptions{Quant: o.Quant, Hardware: o.Hardware, GPUs: o.GPUs, Seed: o.Seed},
-		ContinuousUsage: Switch(o.ContinuousUsage), IgnoreEOS: o.IgnoreEOS, ServerMetrics: o.ServerMetrics,
-		Client: ClientOptions{
+		Sim:             benchmark.SimOptions{Quant: o.Quant, Hardware: o.Hardware, GPUs: o.GPUs, Seed: o.Seed},
+		ContinuousUsage: benchmark.Switch(o.ContinuousUsage), IgnoreEOS: o.IgnoreEOS, ServerMetrics: o.ServerMetrics,
+		Client: benchmark.ClientOptions{
 			Timeout: o.Timeout, StallTimeout: o.StallTimeout, Grace: o.Grace,
 			Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Connections == "cold",
 			HTTP2: o.HTTP2, TLS: o.tls, FollowRedirects: o.Redirects == "same-origin",
@@ -183,13 +186,13 @@ func (opts Options) Plan() (*Plan, error) {
 		p.Profile = o.prof.Name
 	}
 	if o.Hardware == "local" && o.URL == "" {
-		return nil, inputErrorf("--hardware local: judges a server on this machine; give its --url (the embedded simulator simulates catalog hardware)")
+		return nil, usagef("--hardware local: judges a server on this machine; give its --url (the embedded simulator simulates catalog hardware)")
 	}
-	gpu, err := ParseGPUTelemetry(o.GPUTelemetry, o.URL)
+	gpu, err := benchmark.ParseGPUTelemetry(o.GPUTelemetry, o.URL)
 	if err != nil {
 		return nil, err
 	}
-	price, err := ParseEnergyPrice(o.EnergyPrice)
+	price, err := benchmark.ParseEnergyPrice(o.EnergyPrice)
 	if err != nil {
 		return nil, err
 	}
@@ -198,14 +201,14 @@ func (opts Options) Plan() (*Plan, error) {
 		p.GPUTelemetry = gpu
 	}
 	if o.Remeasure && o.Hardware != "local" {
-		return nil, inputErrorf("--remeasure: measures --hardware local's bandwidth; --hardware is %q", o.Hardware)
+		return nil, usagef("--remeasure: measures --hardware local's bandwidth; --hardware is %q", o.Hardware)
 	}
 	if o.GGUF != "" && (o.Hardware == "" || o.URL == "") {
-		return nil, inputErrorf("--gguf: gives the model for the ceiling and MBU against a server's --hardware; give --url and --hardware too")
+		return nil, usagef("--gguf: gives the model for the ceiling and MBU against a server's --hardware; give --url and --hardware too")
 	}
 	if o.URL != "" && o.Hardware != "" {
-		in := PhysicsInput{Model: o.Model, GGUF: o.GGUF, Quant: o.Quant, Hardware: o.Hardware, ParamsB: o.ParamsB, GPUs: o.GPUs, Remeasure: o.Remeasure}
-		ph, note, err := ResolvePhysics(in)
+		in := benchmark.PhysicsInput{Model: o.Model, GGUF: o.GGUF, Quant: o.Quant, Hardware: o.Hardware, ParamsB: o.ParamsB, GPUs: o.GPUs, Remeasure: o.Remeasure}
+		ph, note, err := benchmark.ResolvePhysics(in)
 		if err != nil {
 			return nil, err
 		}
@@ -226,57 +229,47 @@ func (opts Options) Plan() (*Plan, error) {
 	if err := o.credentials(p); err != nil {
 		return nil, err
 	}
-	spec, err := o.levelSpec()
-	if err != nil {
+	if p.Load, err = o.levelSpec(); err != nil {
 		return nil, err
-	}
-	p.Levels, p.SweepLevel = spec.Levels(), spec.SweepLevel()
-	if p.Sweep != nil {
-		p.Levels = nil // the sweep picks its levels from results
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := p.checkDataset(filepath.Base(o.Dataset)); err != nil {
-		return nil, err
-	}
 	host := o.Host
 	if host == nil {
-		h := LocalHost()
+		h := benchmark.LocalHost()
 		host = &h
 	}
 	if err := p.CheckHost(*host); err != nil {
 		return nil, err
 	}
-	p.Meta = o.meta(p.Workload)
-	p.Config = o.config(p)
+	p.Meta = o.meta()
 	return p, nil
 }
 
 // credentials sets the plan's headers, API key and secrets: the key from
 // --api-key-file, else from --api-key-env's variable.
-func (o *options) credentials(p *Plan) error {
+func (o *planning) credentials(p *benchmark.Plan) error {
 	for _, h := range o.Headers {
 		name, value, ok := strings.Cut(h, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return inputErrorf("--header: want 'Name: value', got %q", redactHeaderArg(h))
+			return usagef("--header: want 'Name: value', got %q", redactHeaderArg(h))
 		}
 		if i := strings.IndexFunc(name, func(r rune) bool { return !headerNameRune(r) }); i >= 0 {
-			return inputErrorf("--header: name %q holds %q, which a header name cannot", name, name[i:i+1])
+			return usagef("--header: name %q holds %q, which a header name cannot", name, name[i:i+1])
 		}
 		value = strings.TrimSpace(value)
 		// A CR or LF would end the header and start another (or the
 		// body): HTTP forbids them, and Go's client refuses to send one.
 		if strings.ContainsAny(value, "\r\n\x00") {
-			return inputErrorf("--header: the value of %s holds a line break or NUL (CR, LF or NUL), which a header value cannot", name)
+			return usagef("--header: the value of %s holds a line break or NUL (CR, LF or NUL), which a header value cannot", name)
 		}
 		p.Header.Add(name, value)
-		if sensitiveHeader(name) {
+		if api.SensitiveHeader(name) {
 			p.Secrets = append(p.Secrets, value)
 		}
 	}
-	p.Secrets = append(p.Secrets, api.URLSecrets(o.URL)...)
 	o.keyEnv = o.APIKeyEnv
 	if o.API == "anthropic" && !o.given("api-key-env") {
 		o.keyEnv = "ANTHROPIC_API_KEY"
@@ -285,21 +278,22 @@ func (o *options) credentials(p *Plan) error {
 		b, err := os.ReadFile(o.APIKeyFile)
 		if err != nil {
 			// The error names the file, never its contents.
-			return inputErrorf("--api-key-file: %v", err)
+			return usagef("--api-key-file: %v", err)
 		}
 		key := strings.TrimSpace(string(b))
 		if key == "" || strings.ContainsAny(key, "\r\n") {
-			return inputErrorf("--api-key-file: %s must hold one key on one line", o.APIKeyFile)
+			return usagef("--api-key-file: %s must hold one key on one line", o.APIKeyFile)
 		}
 		p.APIKey = key
 		return nil
 	}
+	p.APIKeyEnv = o.keyEnv
 	if o.keyEnv != "" {
 		p.APIKey = strings.TrimSpace(o.Getenv(o.keyEnv))
 		if p.APIKey == "" && o.given("api-key-env") {
 			// Named on purpose, so a key is meant to go: a run without it
 			// would measure 401s (or a different tier).
-			return inputErrorf("--api-key-env: $%s is not set or is empty", o.keyEnv)
+			return usagef("--api-key-env: $%s is not set or is empty", o.keyEnv)
 		}
 	}
 	return nil
@@ -307,24 +301,24 @@ func (o *options) credentials(p *Plan) error {
 
 // levels are the configured levels (a shard runs its part of each); none
 // when a sweep picks them.
-func (o *options) levels() (conc []int, rates []float64, err error) {
+func (o *planning) levels() (conc []int, rates []float64, err error) {
 	if o.Rate != "" {
-		rates, err = ParseRates("--rate", o.Rate)
+		rates, err = parseRates("--rate", o.Rate)
 	} else if o.Sweep == "" {
-		conc, err = ParseCounts("--concurrency", o.Concurrency, 1)
+		conc, err = parseCounts("--concurrency", o.Concurrency, 1)
 	}
 	return conc, rates, err
 }
 
 // levelSpec is the load the options ask for.
-func (o *options) levelSpec() (LevelSpec, error) {
-	spec := LevelSpec{
+func (o *planning) levelSpec() (benchmark.LevelSpec, error) {
+	spec := benchmark.LevelSpec{
 		Arrival: metrics.Arrival(o.Arrival), Burstiness: o.Burstiness, MaxInFlight: o.MaxConcurrency,
 		Requests: o.Requests, Duration: o.Duration, Warmup: o.Warmup, Seed: o.Seed,
 		Steps: o.Steps, ThinkTime: o.ThinkTime, RampUp: o.RampUp, Lockstep: o.Lockstep, Shard: o.shard,
 		SummaryEvery: o.SummaryEvery,
 	}
-	if spec.SummaryEvery == 0 && o.Duration >= LongLevel {
+	if spec.SummaryEvery == 0 && o.Duration >= longLevel {
 		spec.SummaryEvery = time.Minute
 	}
 	for _, d := range o.inputs {
@@ -340,7 +334,7 @@ func (o *options) levelSpec() (LevelSpec, error) {
 }
 
 // meta is run.json's like-for-like metadata from the options.
-func (o *options) meta(wl Workload) map[string]string {
+func (o *planning) meta() map[string]string {
 	m := map[string]string{}
 	for k, v := range map[string]string{"hardware": o.Hardware, "quant": o.Quant, "engine": o.Engine, "label": o.Label} {
 		if v != "" {
@@ -350,87 +344,41 @@ func (o *options) meta(wl Workload) map[string]string {
 	if o.GPUs > 0 {
 		m["gpus"] = fmt.Sprint(o.GPUs)
 	}
-	m["input_tokens"] = fmt.Sprint(wl.InputTokens)
-	m["output_tokens"] = fmt.Sprint(wl.OutputTokens)
 	return m
 }
 
-// config is run.json's configuration, without secrets: sensitive header
-// values read "[REDACTED]".
-func (o *options) config(p *Plan) Config {
-	var hs []string
-	for _, h := range o.Headers {
-		hs = append(hs, redactHeaderArg(h))
-	}
-	conc, rates, _ := o.levels()
-	var trace *TraceConfig
-	if t := o.trace; t != nil {
-		conc = nil
-		trace = &TraceConfig{File: t.Path, Format: t.Format, Speed: o.speeds, Window: o.TraceWindow,
-			Requests: len(t.Requests), SpanS: t.Span().Seconds()}
-	}
-	var in []string
-	for _, d := range o.inputs {
-		in = append(in, d.String())
-	}
-	return Config{
-		URL: api.RedactURL(o.URL), API: o.API, Model: o.Model,
-		Concurrency: conc, Rate: rates, Arrival: o.Arrival, Burstiness: o.Burstiness,
-		MaxConcurrency: o.MaxConcurrency, Requests: o.Requests, Duration: o.Duration.String(),
-		Warmup: o.Warmup, Trace: trace, InputTokens: p.Workload.InputTokens, OutputTokens: p.Workload.OutputTokens,
-		Tokenizer: p.Workload.Tokenizer.Name(), IgnoreEOS: o.IgnoreEOS, Headers: hs,
-		APIKeyEnv: o.keyEnv, Timeout: o.Timeout.String(), StallTimeout: o.StallTimeout.String(),
-		Seed: o.Seed, PromptSeed: p.Workload.PromptSeed,
-		Load: LoadConfig{
-			SLO: strings.TrimSpace(o.SLO), Profile: o.Profile, Repeat: o.Repeat, Sweep: o.Sweep,
-			StartAt: o.StartAt, Workload: o.Workload, Steps: o.Steps, ThinkTime: o.ThinkTime.String(),
-			RampUp: o.RampUp.String(), Lockstep: o.Lockstep, SummaryEvery: o.SummaryEvery.String(),
-			PriceIn: o.PriceIn, PriceOut: o.PriceOut, GPUHourPrice: o.GPUHourPrice,
-		},
-		HTTP2: o.HTTP2, Connections: o.Connections, Redirects: o.Redirects, Shard: o.Shard,
-		Prompts: PromptConfig{
-			InputTokens: in, OutputTokens: o.output.String(), Dataset: o.Dataset,
-			DatasetFormat: o.format, PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups,
-			MinTokens: o.MinTokens, TokenizerServer: o.serverTok,
-		},
-	}
-}
-
-// ParseCounts parses a comma list of whole numbers such as "1,4,16" given
-// to flag, each at least lo; the error is an InputError naming flag.
-func ParseCounts(flag, s string, lo int) ([]int, error) {
+// parseCounts parses a comma list of whole numbers such as "1,4,16" given
+// to flag, each at least lo; the error names flag.
+func parseCounts(flag, s string, lo int) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		v, err := strconv.Atoi(part)
 		if err != nil {
-			return nil, inputErrorf("%s: %q is not a whole number (want a comma list like 1,4,16)", flag, part)
+			return nil, usagef("%s: %q is not a whole number (want a comma list like 1,4,16)", flag, part)
 		}
 		if v < lo {
-			return nil, inputErrorf("%s: %d is below %d", flag, v, lo)
+			return nil, usagef("%s: %d is below %d", flag, v, lo)
 		}
 		out = append(out, v)
 	}
 	return out, nil
 }
 
-// ParseRates parses a comma list of positive numbers such as "2,5.5"
-// given to flag; the error is an InputError naming flag.
-func ParseRates(flag, s string) ([]float64, error) {
+// parseRates parses a comma list of positive numbers such as "2,5.5"
+// given to flag; the error names flag.
+func parseRates(flag, s string) ([]float64, error) {
 	var out []float64
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		v, err := strconv.ParseFloat(part, 64)
 		if err != nil || !(v > 0) || v > 1e6 {
-			return nil, inputErrorf("%s: %q is not a positive number (want a comma list like 2,5)", flag, part)
+			return nil, usagef("%s: %q is not a positive number (want a comma list like 2,5)", flag, part)
 		}
 		out = append(out, v)
 	}
 	return out, nil
 }
-
-// sensitiveHeader reports whether a header's value is a credential.
-func sensitiveHeader(name string) bool { return api.SensitiveHeader(name) }
 
 // headerNameRune reports whether r may be in a header name: RFC 9110's
 // token characters.
@@ -451,7 +399,7 @@ func redactHeaderArg(h string) string {
 		}
 		return "[REDACTED]"
 	}
-	if sensitiveHeader(strings.TrimSpace(name)) {
+	if api.SensitiveHeader(strings.TrimSpace(name)) {
 		return strings.TrimSpace(name) + ": [REDACTED]"
 	}
 	return h

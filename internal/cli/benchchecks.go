@@ -1,4 +1,4 @@
-package benchmark
+package cli
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/profile"
@@ -18,14 +19,17 @@ import (
 	"github.com/tokbench/tokbench/workload"
 )
 
+// The checks of bench's flags, in the order plan makes them; each error
+// names the flag.
+
 // loadShape checks the load-shaping options; a --profile sets the SLOs,
 // workload and steps the user did not give (and, in workload, the token
 // lengths).
-func (o *options) loadShape() error {
+func (o *planning) loadShape() error {
 	if o.Profile != "" {
 		p, err := profile.Lookup(o.Profile)
 		if err != nil {
-			return inputErrorf("--profile: %v", err)
+			return usagef("--profile: %v", err)
 		}
 		o.prof = &p
 		if !o.given("slo") {
@@ -41,38 +45,38 @@ func (o *options) loadShape() error {
 	if o.SLO != "" {
 		slos, err := metrics.ParseSLOs(o.SLO)
 		if err != nil {
-			return inputErrorf("--slo: %v", err)
+			return usagef("--slo: %v", err)
 		}
 		o.slos = slos
 	}
 	switch {
 	case o.PriceIn < 0 || o.PriceOut < 0 || o.GPUHourPrice < 0:
-		return inputErrorf("--price-in, --price-out and --gpu-hour-price must not be negative")
+		return usagef("--price-in, --price-out and --gpu-hour-price must not be negative")
 	case o.GPUHourPrice > 0 && (o.PriceIn > 0 || o.PriceOut > 0):
-		return inputErrorf("--gpu-hour-price: prices a run you host; --price-in/--price-out price a provider's tokens; give one or the other")
+		return usagef("--gpu-hour-price: prices a run you host; --price-in/--price-out price a provider's tokens; give one or the other")
 	case o.SweepMax < 1:
-		return inputErrorf("--sweep-max: must be at least 1, got %d", o.SweepMax)
+		return usagef("--sweep-max: must be at least 1, got %d", o.SweepMax)
 	case o.ThinkTime < 0:
-		return inputErrorf("--think-time: must not be negative")
+		return usagef("--think-time: must not be negative")
 	case o.RampUp < 0:
-		return inputErrorf("--ramp-up: must not be negative")
+		return usagef("--ramp-up: must not be negative")
 	case o.SummaryEvery < 0 || o.SummaryEvery > 0 && o.SummaryEvery < time.Second:
-		return inputErrorf("--summary-every: want 1s or more, got %s", o.SummaryEvery)
+		return usagef("--summary-every: want 1s or more, got %s", o.SummaryEvery)
 	}
 	if o.Shard != "" {
 		sh, err := load.ParseShard(o.Shard)
 		if err != nil {
-			return inputErrorf("--shard: %v", err)
+			return usagef("--shard: %v", err)
 		}
 		o.shard = sh
 		if o.Sweep != "" {
-			return inputErrorf("--shard: an automatic sweep decides its levels from results; give the levels explicitly")
+			return usagef("--shard: an automatic sweep decides its levels from results; give the levels explicitly")
 		}
 	}
 	if o.StartAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, o.StartAt)
 		if err != nil {
-			return inputErrorf("--start-at: want an RFC 3339 instant like 2026-01-02T15:04:05Z, got %q", o.StartAt)
+			return usagef("--start-at: want an RFC 3339 instant like 2026-01-02T15:04:05Z, got %q", o.StartAt)
 		}
 		o.start = t
 	}
@@ -81,148 +85,148 @@ func (o *options) loadShape() error {
 		o.Steps = 1
 	case "agent":
 		if o.Steps < 2 {
-			return inputErrorf("--steps: an agent chain needs at least 2 calls, got %d", o.Steps)
+			return usagef("--steps: an agent chain needs at least 2 calls, got %d", o.Steps)
 		}
 	case "chat":
 		// A conversation is a chain whose every turn carries the whole
 		// history, as an agent's calls do; --turns counts them.
 		if o.Turns < 2 {
-			return inputErrorf("--turns: a conversation needs at least 2 turns, got %d", o.Turns)
+			return usagef("--turns: a conversation needs at least 2 turns, got %d", o.Turns)
 		}
 		if o.given("steps") {
-			return inputErrorf("--steps: counts an agent chain's calls; a chat's are --turns")
+			return usagef("--steps: counts an agent chain's calls; a chat's are --turns")
 		}
 		o.Steps = o.Turns
 	default:
-		return inputErrorf("--workload: unknown %q (known: synthetic, agent, chat)", o.Workload)
+		return usagef("--workload: unknown %q (known: synthetic, agent, chat)", o.Workload)
 	}
 	if o.given("turns") && o.Workload != "chat" {
-		return inputErrorf("--turns: counts a conversation's turns; give --workload chat")
+		return usagef("--turns: counts a conversation's turns; give --workload chat")
 	}
 	switch o.Sweep {
 	case "":
 	case "auto":
 		if o.Rate != "" {
-			return inputErrorf("--sweep: auto sweeps concurrency; it does not combine with --rate")
+			return usagef("--sweep: auto sweeps concurrency; it does not combine with --rate")
 		}
 		if o.given("concurrency") {
-			return inputErrorf("--sweep: auto chooses the concurrency levels; drop --concurrency")
+			return usagef("--sweep: auto chooses the concurrency levels; drop --concurrency")
 		}
 		o.sweep = &load.AutoSweep{Max: o.SweepMax, Refine: 2, SLOs: o.slos}
 	default:
-		return inputErrorf("--sweep: unknown %q (known: auto)", o.Sweep)
+		return usagef("--sweep: unknown %q (known: auto)", o.Sweep)
 	}
 	return nil
 }
 
 // checkLoad checks the level options: open-loop options need --rate,
 // counts and durations are positive.
-func (o *options) checkLoad() error {
+func (o *planning) checkLoad() error {
 	if o.Rate != "" {
 		if o.given("concurrency") {
-			return inputErrorf("--rate: give --concurrency (closed loop) or --rate (open loop), not both")
+			return usagef("--rate: give --concurrency (closed loop) or --rate (open loop), not both")
 		}
 		switch metrics.Arrival(o.Arrival) {
 		case load.ArrivalConstant, load.ArrivalPoisson, load.ArrivalGamma:
 		default:
-			return inputErrorf("--arrival: unknown %q (known: constant, poisson, gamma)", o.Arrival)
+			return usagef("--arrival: unknown %q (known: constant, poisson, gamma)", o.Arrival)
 		}
 		if !(o.Burstiness > 0) {
-			return inputErrorf("--burstiness: must be positive, got %g", o.Burstiness)
+			return usagef("--burstiness: must be positive, got %g", o.Burstiness)
 		}
 		if o.MaxConcurrency < 0 {
-			return inputErrorf("--max-concurrency: must be 0 or more, got %d", o.MaxConcurrency)
+			return usagef("--max-concurrency: must be 0 or more, got %d", o.MaxConcurrency)
 		}
 	} else {
 		for _, name := range []string{"arrival", "burstiness", "max-concurrency"} {
 			if o.given(name) {
-				return inputErrorf("--%s: applies to open-loop levels; give --rate too", name)
+				return usagef("--%s: applies to open-loop levels; give --rate too", name)
 			}
 		}
 	}
 	switch {
 	case o.Requests < 0 || o.given("requests") && o.Requests == 0:
-		return inputErrorf("--requests: must be at least 1, got %d (leave it out for the default)", o.Requests)
+		return usagef("--requests: must be at least 1, got %d (leave it out for the default)", o.Requests)
 	case o.Duration < 0 || o.given("duration") && o.Duration == 0:
-		return inputErrorf("--duration: must be positive, got %s", o.Duration)
+		return usagef("--duration: must be positive, got %s", o.Duration)
 	case o.Warmup < 0:
-		return inputErrorf("--warmup: must be 0 or more, got %d", o.Warmup)
+		return usagef("--warmup: must be 0 or more, got %d", o.Warmup)
 	case o.GPUs < 0:
-		return inputErrorf("--gpus: must be positive, got %d", o.GPUs)
+		return usagef("--gpus: must be positive, got %d", o.GPUs)
 	case o.ParamsB < 0:
-		return inputErrorf("--params: must be positive, got %g", o.ParamsB)
+		return usagef("--params: must be positive, got %g", o.ParamsB)
 	}
 	return nil
 }
 
 // network checks the transport options and reads the CA file.
-func (o *options) network() error {
+func (o *planning) network() error {
 	switch {
 	case o.Connections != "warm" && o.Connections != "cold":
-		return inputErrorf("--connections: want warm or cold, got %q", o.Connections)
+		return usagef("--connections: want warm or cold, got %q", o.Connections)
 	case o.Redirects != "none" && o.Redirects != "same-origin":
-		return inputErrorf("--redirects: want none or same-origin, got %q", o.Redirects)
+		return usagef("--redirects: want none or same-origin, got %q", o.Redirects)
 	}
 	cfg, err := wire.ClientTLS(o.Insecure, o.CACert)
 	if err != nil {
-		return inputErrorf("--ca-cert: %v", err)
+		return usagef("--ca-cert: %v", err)
 	}
 	o.tls = cfg
 	return nil
 }
 
 // protocol checks the URL, the API and the usage switch.
-func (o *options) protocol() error {
+func (o *planning) protocol() error {
 	if o.URL != "" {
 		if _, err := (api.OpenAI{}).Endpoint(o.URL); err != nil {
-			return inputErrorf("--url: %v", err)
+			return usagef("--url: %v", err)
 		}
 		// Every API tokbench speaks runs over HTTP: another scheme is the
 		// URL's mistake, not a server that is down.
 		if u, _ := url.Parse(strings.TrimSpace(o.URL)); u.Scheme != "http" && u.Scheme != "https" {
-			return inputErrorf("--url: scheme %q is not http or https: want http(s)://host[:port][/v1]", u.Scheme)
+			return usagef("--url: scheme %q is not http or https: want http(s)://host[:port][/v1]", u.Scheme)
 		}
 	}
 	if o.API != "auto" {
 		if _, err := api.ByName(o.API); err != nil {
-			return inputErrorf("--api: %v", err)
+			return usagef("--api: %v", err)
 		}
 	}
-	switch Switch(o.ContinuousUsage) {
-	case Auto, On, Off:
+	switch benchmark.Switch(o.ContinuousUsage) {
+	case benchmark.Auto, benchmark.On, benchmark.Off:
 	default:
-		return inputErrorf("--continuous-usage: unknown %q (known: auto, on, off)", o.ContinuousUsage)
+		return usagef("--continuous-usage: unknown %q (known: auto, on, off)", o.ContinuousUsage)
 	}
-	return CheckContinuousUsage(o.API, Switch(o.ContinuousUsage))
+	return benchmark.CheckContinuousUsage(o.API, benchmark.Switch(o.ContinuousUsage))
 }
 
 // workload parses the prompt and length options, loads the tokenizer and
 // reads every dataset row. A --profile's lengths stand in for
 // --input-tokens and --output-tokens when they are not given.
-func (o *options) workload() error {
+func (o *planning) workload() error {
 	var err error
 	prof := o.prof
 	if prof != nil && !o.given("input-tokens") && prof.InputTokens > 0 {
 		o.inputs = []workload.Dist{workload.Fixed(prof.InputTokens)}
 	} else if o.inputs, err = workload.ParseDists(o.InputTokens); err != nil {
-		return inputErrorf("--input-tokens: %v", err)
+		return usagef("--input-tokens: %v", err)
 	}
 	if prof != nil && !o.given("output-tokens") && prof.OutputTokens > 0 {
 		o.output = workload.Fixed(prof.OutputTokens)
 	} else if o.output, err = workload.ParseDist(o.OutputTokens); err != nil {
-		return inputErrorf("--output-tokens: %v", err)
+		return usagef("--output-tokens: %v", err)
 	}
 	switch {
 	case len(o.inputs) > 1 && o.Sweep != "":
-		return inputErrorf("--input-tokens: a list sweeps input length; it does not combine with --sweep")
+		return usagef("--input-tokens: a list sweeps input length; it does not combine with --sweep")
 	case len(o.inputs) > 1 && o.Dataset != "":
-		return inputErrorf("--input-tokens: a list sweeps synthetic input length; it does not combine with --dataset")
+		return usagef("--input-tokens: a list sweeps synthetic input length; it does not combine with --dataset")
 	case o.PrefixTokens < 0:
-		return inputErrorf("--prefix-tokens: must be 0 or more, got %d", o.PrefixTokens)
+		return usagef("--prefix-tokens: must be 0 or more, got %d", o.PrefixTokens)
 	case o.PrefixGroups < 1:
-		return inputErrorf("--prefix-groups: must be at least 1, got %d", o.PrefixGroups)
+		return usagef("--prefix-groups: must be at least 1, got %d", o.PrefixGroups)
 	case o.MinTokens < 0:
-		return inputErrorf("--min-tokens: must be 0 or more, got %d", o.MinTokens)
+		return usagef("--min-tokens: must be 0 or more, got %d", o.MinTokens)
 	}
 	name := o.Tokenizer
 	if name == "server" {
@@ -230,16 +234,16 @@ func (o *options) workload() error {
 		name = tokenize.Default // builds prompts and counts output without usage
 	}
 	if o.tok, err = tokenize.Open(name); err != nil {
-		return inputErrorf("--tokenizer: %v", err)
+		return usagef("--tokenizer: %v", err)
 	}
 	// Every workload builds synthetic prompts (datasets too, for the words
 	// put in front of rows sent again): refuse a tokenizer that cannot.
 	if _, err := workload.NewSynthetic(o.tok, o.Seed); err != nil {
-		return inputErrorf("--tokenizer: %v", err)
+		return usagef("--tokenizer: %v", err)
 	}
 	budget, err := humanize.ParseBytes(o.DatasetBudget)
 	if err != nil || budget == 0 || budget > 1<<62 {
-		return inputErrorf("--dataset-budget: want a size such as 512MiB or 4GiB, got %q", o.DatasetBudget)
+		return usagef("--dataset-budget: want a size such as 512MiB or 4GiB, got %q", o.DatasetBudget)
 	}
 	if o.Dataset == "" {
 		return nil
@@ -247,11 +251,11 @@ func (o *options) workload() error {
 	ds, err := workload.OpenDataset(o.Dataset, o.DatasetFormat, 100_000, o.Seed, workload.Limits{Tokenizer: o.tok, Budget: int64(budget)})
 	switch {
 	case errors.Is(err, workload.ErrFormat):
-		return inputErrorf("--dataset-format: %v", err)
+		return usagef("--dataset-format: %v", err)
 	case errors.Is(err, workload.ErrBudget):
-		return inputErrorf("--dataset: %v; --dataset-budget raises it", err)
+		return usagef("--dataset: %v; --dataset-budget raises it", err)
 	case err != nil:
-		return inputErrorf("--dataset: %v", err)
+		return usagef("--dataset: %v", err)
 	}
 	o.format, o.rows = ds.Format, ds.Rows
 	o.copyBudget = max(1, int64(budget)-workload.RowsBytes(ds.Rows))
@@ -259,67 +263,59 @@ func (o *options) workload() error {
 }
 
 // plannedWorkload is the validated workload as the plan's.
-func (o *options) plannedWorkload(promptSeed uint64) Workload {
-	wl := Workload{
+func (o *planning) plannedWorkload(promptSeed uint64) benchmark.Workload {
+	wl := benchmark.Workload{
 		Inputs: o.inputs, Output: o.output, Rows: o.rows, CopyBudget: o.copyBudget,
+		Dataset: o.Dataset, DatasetFormat: o.format,
 		PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups, MinTokens: o.MinTokens,
 		Tokenizer: o.tok, ServerTokenizer: o.serverTok, PromptSeed: promptSeed, Chat: o.Workload == "chat",
-		// The first length stands for the run where one number is needed
-		// (run.json, the physics context).
-		InputTokens: int(o.inputs[0].Mean), OutputTokens: int(o.output.Mean),
+		Trace: o.trace,
 	}
 	if o.format == workload.FormatText {
 		wl.Corpus = o.Dataset
-	}
-	if t := o.trace; t != nil {
-		wl.Trace = t
-		in, out := 0, 0
-		for _, r := range t.Requests {
-			in, out = in+r.InputTokens, out+r.OutputTokens
-		}
-		wl.InputTokens, wl.OutputTokens = in/len(t.Requests), out/len(t.Requests)
 	}
 	return wl
 }
 
 // readTrace reads --trace, its window and speeds; a trace is the load, so
 // the options that make levels of their own are refused beside it.
-func (o *options) readTrace() error {
+func (o *planning) readTrace() error {
 	if o.Trace == "" {
 		for _, name := range []string{"trace-format", "trace-speed", "trace-window"} {
 			if o.given(name) {
-				return inputErrorf("--%s: applies to a replayed trace; give --trace too", name)
+				return usagef("--%s: applies to a replayed trace; give --trace too", name)
 			}
 		}
 		return nil
 	}
 	for _, name := range []string{"concurrency", "rate", "sweep", "requests", "duration", "dataset", "input-tokens", "output-tokens", "shard", "workload", "arrival", "burstiness"} {
 		if o.given(name) {
-			return inputErrorf("--%s: a --trace run sends the trace's requests at the trace's instants with its lengths; leave --%s out", name, name)
+			return usagef("--%s: a --trace run sends the trace's requests at the trace's instants with its lengths; leave --%s out", name, name)
 		}
 	}
 	t, err := workload.ReadTrace(o.Trace, o.TraceFormat)
 	if err != nil {
-		return inputErrorf("--trace: %v", err)
+		return usagef("--trace: %v", err)
 	}
 	if o.TraceWindow != "" {
 		a, b, ok := strings.Cut(o.TraceWindow, ":")
 		from, err1 := traceInstant(a)
 		to, err2 := traceInstant(b)
 		if !ok || err1 != nil || err2 != nil || b != "" && to <= from {
-			return inputErrorf("--trace-window: want A:B, trace time from its first request (seconds or durations: 600:1200, 10m:20m, 10m:), got %q", o.TraceWindow)
+			return usagef("--trace-window: want A:B, trace time from its first request (seconds or durations: 600:1200, 10m:20m, 10m:), got %q", o.TraceWindow)
 		}
 		if t = t.Window(from, to); len(t.Requests) == 0 {
-			return inputErrorf("--trace-window: %s holds no request of %s", o.TraceWindow, o.Trace)
+			return usagef("--trace-window: %s holds no request of %s", o.TraceWindow, o.Trace)
 		}
 	}
 	for _, f := range strings.Split(o.TraceSpeed, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || !(v > 0) || v > 1e6 {
-			return inputErrorf("--trace-speed: want positive factors (2 is twice as fast), got %q", o.TraceSpeed)
+			return usagef("--trace-speed: want positive factors (2 is twice as fast), got %q", o.TraceSpeed)
 		}
 		o.speeds = append(o.speeds, v)
 	}
+	t.Kept = o.TraceWindow
 	o.trace = t
 	o.IgnoreEOS = true // the trace's output lengths, exactly
 	return nil
