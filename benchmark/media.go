@@ -12,74 +12,45 @@ import (
 	"github.com/tokbench/tokbench/workload"
 )
 
-// MediaOptions are the synthetic media every request carries, as the
-// bench flags give them: Images images (--images) of ImageSize
-// (--image-size, "WxH") in ImageFormat (--image-format, png or jpeg), and
-// AudioSeconds of speech-like sound (--audio-seconds).
-type MediaOptions struct {
-	Images       int
-	ImageSize    string
-	ImageFormat  string
-	AudioSeconds float64
-}
-
-// MaxImagesPerRequest bounds --images.
+// MaxImagesPerRequest bounds Workload.Media.Images.
 const MaxImagesPerRequest = 64
 
-// ParseMedia checks the media options; its errors are InputErrors naming
-// the flag.
-func ParseMedia(o MediaOptions) (workload.MediaSpec, error) {
-	spec := workload.MediaSpec{Images: o.Images, Format: strings.ToLower(strings.TrimSpace(o.ImageFormat)), AudioSeconds: o.AudioSeconds}
-	switch {
-	case o.Images < 0 || o.Images > MaxImagesPerRequest:
-		return spec, inputErrorf("--images: want 0 to %d images a request, got %d", MaxImagesPerRequest, o.Images)
-	case !(o.AudioSeconds >= 0) || o.AudioSeconds > media.MaxAudioSeconds:
-		return spec, inputErrorf("--audio-seconds: want 0 to %d seconds, got %g", media.MaxAudioSeconds, o.AudioSeconds)
-	}
-	if spec.Format == "" {
-		spec.Format = "png"
-	}
-	if spec.Format == "jpg" {
-		spec.Format = "jpeg"
-	}
-	if spec.Format != "png" && spec.Format != "jpeg" {
-		return spec, inputErrorf("--image-format: want png or jpeg, got %q", o.ImageFormat)
-	}
-	size := o.ImageSize
-	if size == "" {
-		size = "512x512"
-	}
-	var err error
-	if spec.Width, spec.Height, err = workload.ParseImageSize(size); err != nil {
-		return spec, inputErrorf("--image-size: %v", err)
-	}
-	return spec, nil
-}
-
-// checkMedia refuses, before any request, media the protocol cannot
-// carry: the synthetic media's flag, or --dataset for its rows' files.
+// checkMedia refuses, before any request, synthetic media that cannot be
+// made and media the protocol cannot carry (naming Workload.Media's
+// field, or Workload.Rows for its rows' files).
 func (r *run) checkMedia() error {
+	m := r.p.Workload.Media
+	switch {
+	case m.Images < 0 || m.Images > MaxImagesPerRequest:
+		return fieldErrorf("Workload.Media.Images", "want 0 to %d images a request, got %d", MaxImagesPerRequest, m.Images)
+	case m.Images > 0 && (m.Width < 1 || m.Height < 1 || int64(m.Width)*int64(m.Height) > media.MaxPixels):
+		return fieldErrorf("Workload.Media.Images", "images of %dx%d: want 1 to %d pixels", m.Width, m.Height, media.MaxPixels)
+	case m.Images > 0 && m.Format != "png" && m.Format != "jpeg":
+		return fieldErrorf("Workload.Media.Format", "want png or jpeg, got %q", m.Format)
+	case !(m.AudioSeconds >= 0) || m.AudioSeconds > media.MaxAudioSeconds:
+		return fieldErrorf("Workload.Media.AudioSeconds", "want 0 to %d seconds, got %g", media.MaxAudioSeconds, m.AudioSeconds)
+	}
 	if lc, ok := r.adapter.(api.LlamaCpp); ok && r.detected != nil && r.detected.Facts["media_marker"] != "" {
 		lc.MediaMarker = r.detected.Facts["media_marker"] // the server's own
 		r.adapter = lc
 	}
 	wl := r.p.Workload
-	kinds := map[string]string{} // kind → the flag that asks for it
+	kinds := map[string]string{} // kind → the field that asks for it
 	if wl.Media.Images > 0 {
-		kinds[api.KindImage] = "--images"
+		kinds[api.KindImage] = "Workload.Media.Images"
 	}
 	if wl.Media.AudioSeconds > 0 {
-		kinds[api.KindAudio] = "--audio-seconds"
+		kinds[api.KindAudio] = "Workload.Media.AudioSeconds"
 	}
 	for _, row := range wl.Rows {
 		for _, m := range row.Media {
 			if _, ok := kinds[m.Kind]; !ok {
-				kinds[m.Kind] = "--dataset"
+				kinds[m.Kind] = "Workload.Rows"
 			}
 		}
 	}
 	for _, kind := range []string{api.KindImage, api.KindAudio} {
-		flag, ok := kinds[kind]
+		field, ok := kinds[kind]
 		if !ok || api.CarriesMedia(r.adapter, kind) {
 			continue
 		}
@@ -89,7 +60,7 @@ func (r *run) checkMedia() error {
 				can = append(can, name)
 			}
 		}
-		return inputErrorf("%s: the %s API cannot carry %s in a request (%s can)", flag, r.adapter.Name(), kind, strings.Join(can, ", "))
+		return fieldErrorf(field, "the %s API cannot carry %s in a request (%s can)", r.adapter.Name(), kind, strings.Join(can, ", "))
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func TestMediaTokensPerImage(t *testing.T) {
 	srv := httptest.NewServer(vs)
 	defer srv.Close()
 	p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{2}, Requests: 6})
-	p.Workload.Media = mustMedia(t, MediaOptions{Images: 2, ImageSize: "320x200", ImageFormat: "jpeg"})
+	p.Workload.Media = workload.MediaSpec{Images: 2, Width: 320, Height: 200, Format: "jpeg"}
 	res, err := Run(context.Background(), p, Hooks{})
 	if err != nil {
 		t.Fatal(err)
@@ -144,14 +144,14 @@ func TestMediaAgainstSimulator(t *testing.T) {
 	for _, size := range []string{"256x256", "1024x1024"} {
 		p := testPlan(t, "", LevelSpec{Concurrency: []int{1}, Requests: 3})
 		p.Model = ""
-		p.Workload.Media = mustMedia(t, MediaOptions{Images: 2, ImageSize: size})
+		var w, h int
+		fmt.Sscanf(size, "%dx%d", &w, &h)
+		p.Workload.Media = workload.MediaSpec{Images: 2, Width: w, Height: h, Format: "png"}
 		res, err := Run(context.Background(), p, Hooks{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		lv := res.Summary.Levels[0]
-		var w, h int
-		fmt.Sscanf(size, "%dx%d", &w, &h)
 		if lv.Media == nil || lv.Media.TokensPerImg != float64(sim.ImageTokens(w, h)) || lv.Media.TextSource != metrics.TextTwin {
 			t.Fatalf("%s: media %+v, want %d tokens an image", size, lv.Media, sim.ImageTokens(w, h))
 		}
@@ -173,26 +173,20 @@ func TestMediaRefusedByAPI(t *testing.T) {
 	defer srv.Close()
 	p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{1}, Requests: 1})
 	p.API = "openai-completions"
-	p.Workload.Media = mustMedia(t, MediaOptions{Images: 1})
+	p.Workload.Media = workload.MediaSpec{Images: 1, Width: 8, Height: 8, Format: "png"}
 	_, err := Run(context.Background(), p, Hooks{})
-	if !IsInputError(err) || !strings.Contains(err.Error(), "--images: the openai-completions API cannot carry image") {
-		t.Errorf("Run = %v, want an InputError naming --images", err)
+	if !IsInputError(err) || !strings.Contains(err.Error(), "Workload.Media.Images: the openai-completions API cannot carry image") {
+		t.Errorf("Run = %v, want an InputError naming Workload.Media.Images", err)
 	}
+	for _, bad := range []workload.MediaSpec{{Images: -1}, {Images: 1, Format: "png"}, {Images: 1, Width: 8, Height: 8, Format: "bmp"}, {AudioSeconds: -2}} {
+		p.API, p.Workload.Media = "openai-chat", bad
+		if _, err := Run(context.Background(), p, Hooks{}); !IsInputError(err) || !strings.Contains(err.Error(), "Workload.Media.") {
+			t.Errorf("Run with media %+v = %v, want an InputError naming Workload.Media", bad, err)
+		}
+	}
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
 	if vs.requests != 0 {
 		t.Errorf("%d requests were sent", vs.requests)
 	}
-	for _, bad := range []MediaOptions{{Images: -1}, {Images: 1, ImageSize: "big"}, {Images: 1, ImageFormat: "bmp"}, {AudioSeconds: -2}} {
-		if _, err := ParseMedia(bad); !IsInputError(err) {
-			t.Errorf("ParseMedia(%+v) = %v, want an InputError", bad, err)
-		}
-	}
-}
-
-func mustMedia(t *testing.T, o MediaOptions) workload.MediaSpec {
-	t.Helper()
-	spec, err := ParseMedia(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
 }

@@ -62,13 +62,14 @@ func Image(w, h int, format string, seed uint64) (api.Media, error) {
 			if x%16 == 0 {
 				noise = next()
 			}
-			for c := range 3 {
-				v := 128 + cols[c][x] + rows[c][y]
-				for i := range blocks {
-					if b := &blocks[i]; x >= b.x0 && x < b.x1 && y >= b.y0 && y < b.y1 {
-						v += b.rgb[c]
-					}
+			var add [3]float64
+			for i := range blocks {
+				if b := &blocks[i]; x >= b.x0 && x < b.x1 && y >= b.y0 && y < b.y1 {
+					add[0], add[1], add[2] = add[0]+b.rgb[0], add[1]+b.rgb[1], add[2]+b.rgb[2]
 				}
+			}
+			for c := range 3 {
+				v := 128 + cols[c][x] + rows[c][y] + add[c]
 				v += float64(noise&7) - 3.5 // grain: 3 bits a channel
 				noise >>= 3
 				row[4*x+c] = uint8(max(0, min(255, v)))

@@ -78,6 +78,8 @@ func TestMediaFlagsRefused(t *testing.T) {
 	}{
 		{[]string{"simulate", "--images", "1", "--image-size", "huge"}, "--image-size: want WIDTHxHEIGHT"},
 		{[]string{"simulate", "--audio-seconds", "-1"}, "--audio-seconds:"},
+		{[]string{"bench", "--images", "1", "--api", "openai-completions", "--requests", "1", "--concurrency", "1", "--quiet"}, "--images: the openai-completions API cannot carry image"},
+		{[]string{"bench", "--images", "1", "--image-format", "bmp", "--requests", "1", "--concurrency", "1", "--quiet"}, "--image-format: want png or jpeg"},
 	} {
 		code, _, stderr := runCLI(t.Context(), nil, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {

@@ -152,6 +152,7 @@ func TestEveryPlanFieldHasAFlag(t *testing.T) {
 		"Workload.Chat":            {"--workload", "chat"},
 		"Workload.PromptSeed":      {"--seed", "7"},
 		"Workload.Trace":           traceArgs,
+		"Workload.Media":           {"--images", "2", "--image-size", "64x48", "--audio-seconds", "1"},
 		"Physics":                  {"--url", server, "--hardware", "h100-sxm", "--model", "llama-3.1-8b"},
 		"PhysicsIn":                {"--url", server, "--hardware", "h100-sxm", "--model", "a-model-of-its-own"},
 		"Meta":                     {"--label", "nightly"},

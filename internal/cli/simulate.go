@@ -180,12 +180,3 @@ func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) er
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
-
-// simMedia reads simulate's media flags.
-func simMedia(images int, size string, audioSeconds float64) (sim.MediaLoad, error) {
-	spec, err := benchmark.ParseMedia(benchmark.MediaOptions{Images: images, ImageSize: size, AudioSeconds: audioSeconds})
-	if err != nil {
-		return sim.MediaLoad{}, err
-	}
-	return sim.MediaLoad{Images: spec.Images, Width: spec.Width, Height: spec.Height, AudioSeconds: spec.AudioSeconds}, nil
-}
