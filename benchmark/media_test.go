@@ -190,3 +190,19 @@ func TestMediaRefusedByAPI(t *testing.T) {
 		t.Errorf("%d requests were sent", vs.requests)
 	}
 }
+
+// TestAudioAgainstSimulator: four seconds of sound a request cost the
+// simulator's 25 tokens a second and two markers: 25.5 a second.
+func TestAudioAgainstSimulator(t *testing.T) {
+	p := testPlan(t, "", LevelSpec{Concurrency: []int{1}, Requests: 2})
+	p.Model = ""
+	p.Workload.Media = workload.MediaSpec{AudioSeconds: 4}
+	res, err := Run(context.Background(), p, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Summary.Levels[0].Media
+	if m == nil || m.AudioS != 8 || m.TokensPerSec != float64(sim.AudioTokens(4))/4 || m.TokensPerImg != 0 {
+		t.Fatalf("media %+v, want 8 s of sound at %g tokens a second", m, float64(sim.AudioTokens(4))/4)
+	}
+}
