@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,12 +74,17 @@ func TestCeilingImages(t *testing.T) {
 // TestMediaFlagsRefused: media flags that cannot be met are one clear
 // line naming the flag, exit 2.
 func TestMediaFlagsRefused(t *testing.T) {
+	rows := filepath.Join(t.TempDir(), "rows.jsonl")
+	if err := os.WriteFile(rows, []byte(`{"prompt": "look", "images": ["/dev/zero"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"simulate", "--images", "1", "--image-size", "huge"}, "--image-size: want WIDTHxHEIGHT"},
 		{[]string{"simulate", "--audio-seconds", "-1"}, "--audio-seconds:"},
+		{[]string{"bench", "--dataset", rows, "--requests", "1", "--concurrency", "1", "--quiet"}, `--dataset: rows.jsonl:1: field "images[0]": /dev/zero is not a regular file`},
 		{[]string{"bench", "--images", "1", "--api", "openai-completions", "--requests", "1", "--concurrency", "1", "--quiet"}, "--images: the openai-completions API cannot carry image"},
 		{[]string{"bench", "--images", "1", "--image-format", "bmp", "--requests", "1", "--concurrency", "1", "--quiet"}, "--image-format: want png or jpeg"},
 	} {
