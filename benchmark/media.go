@@ -3,6 +3,7 @@ package benchmark
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/tokbench/tokbench/api"
@@ -83,6 +84,10 @@ func (r *run) twin(ctx context.Context, runner *load.Runner, src load.Source) {
 	r.twinDone = true
 	t := *req
 	t.Media, t.MaxTokens = nil, 1
+	if _, ok := t.Extra["min_tokens"]; ok { // it may not pass max_tokens
+		t.Extra = maps.Clone(t.Extra)
+		delete(t.Extra, "min_tokens")
+	}
 	resp := runner.Client.Do(ctx, &t)
 	if resp.Failed() || resp.Usage == nil || resp.Usage.PromptTokens <= 0 || inTok <= 0 {
 		why := "it reported no prompt tokens"

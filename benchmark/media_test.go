@@ -197,12 +197,13 @@ func TestAudioAgainstSimulator(t *testing.T) {
 	p := testPlan(t, "", LevelSpec{Concurrency: []int{1}, Requests: 2})
 	p.Model = ""
 	p.Workload.Media = workload.MediaSpec{AudioSeconds: 4}
+	p.Workload.MinTokens = 8 // the twin, of one output token, must not send it
 	res, err := Run(context.Background(), p, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := res.Summary.Levels[0].Media
-	if m == nil || m.AudioS != 8 || m.TokensPerSec != float64(sim.AudioTokens(4))/4 || m.TokensPerImg != 0 {
+	if m == nil || m.TextSource != metrics.TextTwin || m.AudioS != 8 || m.TokensPerSec != float64(sim.AudioTokens(4))/4 || m.TokensPerImg != 0 {
 		t.Fatalf("media %+v, want 8 s of sound at %g tokens a second", m, float64(sim.AudioTokens(4))/4)
 	}
 }
