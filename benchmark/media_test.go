@@ -99,6 +99,9 @@ func TestMediaTokensPerImage(t *testing.T) {
 	defer srv.Close()
 	p := testPlan(t, srv.URL+"/v1", LevelSpec{Concurrency: []int{2}, Requests: 6})
 	p.Workload.Media = workload.MediaSpec{Images: 2, Width: 320, Height: 200, Format: "jpeg"}
+	if c := p.Config().Prompts; c.Images != 2 || c.ImageSize != "320x200" || c.ImageFormat != "jpeg" || c.AudioSeconds != 0 {
+		t.Errorf("run.json's prompts %+v, want 2 images of 320x200 jpeg", c)
+	}
 	res, err := Run(context.Background(), p, Hooks{})
 	if err != nil {
 		t.Fatal(err)

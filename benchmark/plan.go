@@ -342,4 +342,10 @@ type PromptConfig struct {
 	PrefixGroups    int      `json:"prefix_groups"`
 	MinTokens       int      `json:"min_tokens"`
 	TokenizerServer bool     `json:"tokenizer_server"`
+	// Images of ImageSize in ImageFormat and AudioSeconds of sound went
+	// with every request (none: left out).
+	Images       int     `json:"images,omitempty"`
+	ImageSize    string  `json:"image_size,omitempty"`
+	ImageFormat  string  `json:"image_format,omitempty"`
+	AudioSeconds float64 `json:"audio_seconds,omitempty"`
 }
