@@ -48,6 +48,9 @@ type Request struct {
 	// Tools are function definitions the model may call (chat APIs that
 	// take them: OpenAI chat, Anthropic).
 	Tools []Tool
+	// Media go with the last user message, as the protocol takes them
+	// (see CarriesMedia).
+	Media []Media
 }
 
 // Prompt is the request's text as one string (messages, or an embeddings
@@ -198,10 +201,17 @@ type Prepared struct {
 	used      bool
 	maxTokens int // the request's output budget (0: the server's)
 	inputs    int // an embeddings request's inputs
+	// Build is how long building it took (encoding its body).
+	Build time.Duration
 }
 
 // Prepare builds req for sending.
 func (cl *Client) Prepare(req *Request) *Prepared {
+	start := time.Now()
+	req, err := withMedia(cl.Adapter, req)
+	if err != nil {
+		return &Prepared{err: err}
+	}
 	hreq, err := cl.Adapter.NewHTTPRequest(context.Background(), cl.BaseURL, req)
 	if err != nil {
 		return &Prepared{err: err}
@@ -211,7 +221,7 @@ func (cl *Client) Prepare(req *Request) *Prepared {
 			hreq.Header.Add(k, v)
 		}
 	}
-	return &Prepared{http: hreq, maxTokens: req.MaxTokens, inputs: len(req.Inputs)}
+	return &Prepared{http: hreq, maxTokens: req.MaxTokens, inputs: len(req.Inputs), Build: time.Since(start)}
 }
 
 // BodyBytes is the size of the request's body (0 when it could not be

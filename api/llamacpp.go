@@ -13,7 +13,11 @@ import (
 // (tokens_predicted, tokens_evaluated) and the server's "timings". That
 // last event is the end marker: no [DONE] follows. The base URL is the
 // bare host.
-type LlamaCpp struct{}
+type LlamaCpp struct {
+	// MediaMarker stands for each image or sound of a prompt (GET /props'
+	// media_marker); empty is LlamaCppMediaMarker.
+	MediaMarker string
+}
 
 // Name implements Adapter.
 func (LlamaCpp) Name() string { return "llamacpp" }

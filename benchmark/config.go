@@ -70,6 +70,10 @@ func (p *Plan) Config() Config {
 	if wl.Tokenizer != nil {
 		tokName = wl.Tokenizer.Name()
 	}
+	var imgSize, imgFormat string
+	if m := wl.Media; m.Images > 0 {
+		imgSize, imgFormat = fmt.Sprintf("%dx%d", m.Width, m.Height), m.Format
+	}
 	return Config{
 		URL: api.RedactURL(p.URL), API: p.API, Model: p.Model,
 		Concurrency: s.Concurrency, Rate: s.Rates, Arrival: string(s.Arrival), Burstiness: s.Burstiness,
@@ -90,6 +94,7 @@ func (p *Plan) Config() Config {
 			DatasetFormat: wl.DatasetFormat, PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
 			MinTokens: wl.MinTokens, TokenizerServer: wl.ServerTokenizer,
 			EmbedInputs: wl.EmbedInputs, Tools: len(wl.Tools), ToolsFile: wl.ToolsFile,
+			Images: wl.Media.Images, ImageSize: imgSize, ImageFormat: imgFormat, AudioSeconds: wl.Media.AudioSeconds,
 		},
 	}
 }

@@ -217,6 +217,9 @@ type Workload struct {
 	// for run.json.
 	Tools     []api.Tool
 	ToolsFile string
+	// Media go with every request whose dataset row has none (see
+	// ParseMedia).
+	Media workload.MediaSpec
 }
 
 // Lengths are the input and output tokens that stand for the run where
@@ -353,4 +356,10 @@ type PromptConfig struct {
 	EmbedInputs int    `json:"embed_inputs,omitempty"`
 	Tools       int    `json:"tools,omitempty"`
 	ToolsFile   string `json:"tools_file,omitempty"`
+	// Images of ImageSize in ImageFormat and AudioSeconds of sound went
+	// with every request (none: left out).
+	Images       int     `json:"images,omitempty"`
+	ImageSize    string  `json:"image_size,omitempty"`
+	ImageFormat  string  `json:"image_format,omitempty"`
+	AudioSeconds float64 `json:"audio_seconds,omitempty"`
 }

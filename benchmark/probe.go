@@ -153,6 +153,9 @@ func (r *run) meta() map[string]string {
 			add(k, v)
 		}
 	}
+	for k, v := range mediaMeta(r.p.Workload.Media) {
+		add(k, v)
+	}
 	if r.maxModelLen > 0 {
 		add("server_max_context", fmt.Sprint(r.maxModelLen))
 		add("model_context_length", fmt.Sprint(r.maxModelLen))

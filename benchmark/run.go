@@ -99,6 +99,7 @@ type run struct {
 	counter       workload.Counter
 	http          *http.Client
 	transport     *wire.Transport
+	twinDone      bool // the text-only twin of a request with media was sent
 }
 
 func (r *run) notice(format string, args ...any) {
@@ -183,6 +184,9 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 	r.checkModel()
+	if err := r.checkMedia(); err != nil {
+		return err
+	}
 	if p.IgnoreEOS && !api.SendsIgnoreEOS(r.adapter) {
 		note := fmt.Sprintf("--ignore-eos: the %s API has no way to generate past the end of sequence, so it is not sent; outputs may end before --output-tokens", r.adapter.Name())
 		r.notes = append(r.notes, note)
@@ -338,6 +342,7 @@ func (r *run) measure(ctx context.Context) (*Result, error) {
 			return load.Result{}, err
 		}
 		r.current = lv.Load // before the level's goroutines start
+		r.twin(ctx, runner, src)
 		if r.hooks.Level != nil {
 			runner.Reset() // its watcher reads nothing of the level before
 			defer r.hooks.Level(runner, lv)()
@@ -492,7 +497,7 @@ func (p *Plan) sourceConfig(idx int, lv load.Level) (workload.Config, int) {
 		Tokenizer: wl.Tokenizer, Input: in, Output: wl.Output, Rows: wl.Rows,
 		PrefixTokens: wl.PrefixTokens, PrefixGroups: wl.PrefixGroups,
 		IgnoreEOS: p.IgnoreEOS, MinTokens: wl.MinTokens, Steps: lv.Steps,
-		Seed: p.Shard.Seed(wl.PromptSeed), Level: idx, MaxBytes: wl.CopyBudget,
+		Seed: p.Shard.Seed(wl.PromptSeed), Level: idx, MaxBytes: wl.CopyBudget, Media: wl.Media,
 	}, plannedRequests(lv)
 }
 

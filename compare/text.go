@@ -118,7 +118,7 @@ func describe(r *Run) string {
 	if t.Simulated {
 		parts = append(parts, "simulated")
 	}
-	for _, k := range []string{"hardware", "quant", "gpus", "engine", "label"} {
+	for _, k := range []string{"hardware", "quant", "gpus", "engine", "images", "audio_seconds", "label"} {
 		if v := r.Meta.Meta[k]; v != "" {
 			parts = append(parts, k+" "+v)
 		}

@@ -125,6 +125,9 @@ type Runner struct {
 	// Sink receives every recorded request as it finishes; calls are
 	// serialized by the runner.
 	Sink func(metrics.Record)
+	// MediaText is what the server's count adds to a request's text, for
+	// the tokens of requests with media (see MediaText).
+	MediaText MediaText
 	// Retry retries a request that failed before its first token (HTTP
 	// 429 and 5xx, refused or reset connections) up to this many times,
 	// waiting as Retry-After says or backing off exponentially. The record

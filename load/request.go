@@ -73,6 +73,7 @@ func (r *Runner) send(ctx context.Context, level int, levelStart time.Time, b pr
 		Prompt: req.Prompt(), InputTokensRequested: inTok, OutputTokensRequested: req.MaxTokens,
 		EmbedInputs: len(req.Inputs), ToolsSent: len(req.Tools), ToolTokens: r.toolTokens(req.Tools),
 	})
+	rec.Media = r.mediaRecord(req, b.prep, resp, &rec)
 	if len(retryErrors) > 0 {
 		rec.Retries = len(retryErrors)
 		rec.RetryErrors = retryErrors

@@ -51,6 +51,7 @@ type Accumulator struct {
 	conn   connAcc
 	cache  cacheAcc
 	chains chainAcc
+	media  mediaAcc
 	turns  []turnAcc // by Record.Step − 1
 	embed  embedAcc
 	tools  toolAcc
@@ -170,6 +171,7 @@ func (a *Accumulator) Add(r *Record) {
 	}
 	a.srv.add(r)
 	a.cache.add(r)
+	a.media.add(r)
 	if len(a.slos) > 0 && MeetsAll(r, a.slos) {
 		a.good++
 	}
@@ -324,6 +326,7 @@ func (a *Accumulator) Level(durationS float64) Level {
 				lv.InputTokens, lv.InputTokensRequested))
 		}
 	}
+	a.media.apply(&lv)
 	if lv.Shortfall.LongRequests > 0 {
 		lv.Warnings = append(lv.Warnings, fmt.Sprintf(
 			"%d of %d completed requests returned more tokens than max_tokens: the server ignores it, so output lengths are not what was asked",

@@ -118,6 +118,8 @@ type Record struct {
 	API   string `json:"api,omitempty"`
 	// Proxy is the client's side of a request tokbench proxy carried.
 	Proxy *ProxyTiming `json:"proxy,omitempty"`
+	// Media are the request's images and sounds, when it sent any.
+	Media *MediaRecord `json:"media,omitempty"`
 }
 
 // ProxyTiming is what a proxied request's client got. ClientTTFTMs and

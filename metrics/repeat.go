@@ -153,6 +153,11 @@ func foldRuns(runs []Level, slos []SLO, fold func([]float64) float64, name strin
 			}
 		}
 	}
+	if m := runs[0].Media; m != nil {
+		// A request's media cost the same tokens in every run: the first's.
+		out.Media = m
+		out.Notes = append(out.Notes, m.Note())
+	}
 	goodput := out.GoodputRPS
 	JudgeSLOs(&out, slos)
 	out.GoodputRPS = goodput

@@ -173,6 +173,9 @@ type Level struct {
 	// ChainKind is ChainConversation when the chains are a chat's
 	// conversations, empty for agent chains.
 	ChainKind string `json:"chain_kind,omitempty"`
+	// Media are the level's images and sounds and what they cost, when
+	// its requests sent any.
+	Media *MediaStats `json:"media,omitempty"`
 	// Notes are what the report says of the level beside its figures:
 	// facts to read them by, not warnings.
 	Notes []string `json:"notes,omitempty"`

@@ -97,6 +97,9 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		ModelPath  string `json:"model_path"`
 		BuildInfo  string `json:"build_info"`
 		TotalSlots int    `json:"total_slots"`
+		// MediaMarker stands for each image or sound in a multimodal
+		// prompt (random per instance in newer builds).
+		MediaMarker string `json:"media_marker"`
 	}
 	if p.get(ctx, "/props", &props) && props.DefaultGenerationSettings != nil && props.BuildInfo != simEngine {
 		d.API, d.Engine, d.Version = "llamacpp", "llama.cpp", props.BuildInfo
@@ -104,6 +107,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		setFact(d.Facts, "model_path", props.ModelPath)
 		setFact(d.Facts, "model_context_length", itoa(d.MaxContext))
 		setFact(d.Facts, "server_slots", itoa(props.TotalSlots))
+		setFact(d.Facts, "media_marker", props.MediaMarker)
 		if props.DefaultGenerationSettings.Speculative {
 			setFact(d.Facts, "speculative", "true")
 		}

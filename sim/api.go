@@ -61,11 +61,17 @@ type completionRequest struct {
 	// their names.
 	Tools     json.RawMessage `json:"tools"`
 	toolNames []string
+	// Images are Ollama's /api/generate images (base64).
+	Images []string `json:"images"`
+
+	media Media // what the request's images and sounds cost
 }
 
 type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// Images are Ollama's /api/chat images (base64).
+	Images []string `json:"images"`
 }
 
 // apiError is an OpenAI-style error answer.
@@ -91,7 +97,7 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 
 // countText counts the tokens of a text field that is a string or an array
 // of content parts ({"type": "text", "text": …}).
-func countText(raw json.RawMessage, field string) (int, error) {
+func countText(raw json.RawMessage, field string, m *Media) (int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, nil
 	}
@@ -99,18 +105,7 @@ func countText(raw json.RawMessage, field string) (int, error) {
 	if err := json.Unmarshal(raw, &str); err == nil {
 		return PromptTokens(str), nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return 0, badRequest("%s: want a string or an array of content parts", field)
-	}
-	n := 0
-	for _, p := range parts {
-		n += PromptTokens(p.Text)
-	}
-	return n, nil
+	return countParts(raw, field, m)
 }
 
 // promptTokens applies the counting rule: words of the text, plus for chat
@@ -122,8 +117,12 @@ func (req *completionRequest) promptTokens(chat bool) (int, error) {
 		}
 		n := chatTokensPerReply
 		for i, m := range req.Messages {
-			k, err := countText(m.Content, fmt.Sprintf("messages[%d].content", i))
+			field := fmt.Sprintf("messages[%d]", i)
+			k, err := countText(m.Content, field+".content", &req.media)
 			if err != nil {
+				return 0, err
+			}
+			if err := req.media.addAll(m.Images, field+".images"); err != nil {
 				return 0, err
 			}
 			n += k + chatTokensPerMessage
@@ -133,6 +132,12 @@ func (req *completionRequest) promptTokens(chat bool) (int, error) {
 	raw := bytes.TrimSpace(req.Prompt)
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, badRequest("prompt: required")
+	}
+	if err := req.media.addAll(req.Images, "images"); err != nil {
+		return 0, err
+	}
+	if raw[0] == '{' {
+		return req.media.llamaPrompt(raw)
 	}
 	var str string
 	if err := json.Unmarshal(raw, &str); err == nil {
@@ -199,6 +204,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, chat bool) (*comp
 		}
 		req.toolNames, prompt = names, prompt+tokens
 	}
+	prompt += req.media.Tokens // the images' and sounds' tokens join the text's
 	maxTokens := s.cfg.DefaultMaxTokens
 	switch {
 	case req.MaxCompletionTokens != nil:
@@ -266,6 +272,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool, p prot
 		return
 	}
 	defer s.inflight.Add(-1)
+	if !s.encode(r, &req.media) {
+		return // the client went away while its media were encoded
+	}
 	st := newStream(er)
 	out := newEncoder(s, chat, er.ID, req)
 	out.proto, out.prompt, out.start = p, er.PromptTokens, time.Now()

@@ -31,14 +31,19 @@ type CurveConfig struct {
 	// one grouping or another. The mean over phases is the level's
 	// expected statistics; one evenly spread run is the best case.
 	Phases int
+	// Media go with every request: their tokens join PromptTokens, and
+	// their encoders' time comes before each request reaches the engine.
+	Media MediaLoad
 }
 
 // Curve runs each level of c through the engine in virtual time and
 // summarizes it with the metrics code bench uses.
 func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]metrics.Level, error) {
+	mc := c.Media.Cost()
+	prompt, enc := c.PromptTokens+mc.Tokens, EncoderTime(mc.EncoderFLOPs, c.Media.Hardware, c.Media.GPUs)
 	var spread time.Duration
 	if !c.Lockstep {
-		one, err := RunClosedLoop(ctx, eng, cost, ClosedLoop{Users: 1, Requests: 1, PromptTokens: c.PromptTokens, MaxTokens: c.MaxTokens})
+		one, err := RunClosedLoop(ctx, eng, cost, ClosedLoop{Users: 1, Requests: 1, PromptTokens: prompt, Encode: enc, MaxTokens: c.MaxTokens})
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +58,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 			n = max(4*u, 16)
 		}
 		load := metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: u}
-		cl := ClosedLoop{Users: u, Requests: n, PromptTokens: c.PromptTokens, MaxTokens: c.MaxTokens, StartSpread: spread}
+		cl := ClosedLoop{Users: u, Requests: n, PromptTokens: prompt, Encode: enc, MaxTokens: c.MaxTokens, StartSpread: spread}
 		var lv metrics.Level
 		if c.Phases > 1 && u > 1 && !c.Lockstep {
 			rng := rand.New(rand.NewPCG(eng.Seed, uint64(u)))
@@ -68,7 +73,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 				if err != nil {
 					return nil, err
 				}
-				runs[k] = metrics.Summarize(load, Records(i, traces), 0)
+				runs[k] = metrics.Summarize(load, c.Media.mark(Records(i, traces), c.PromptTokens), 0)
 			}
 			lv = metrics.MeanOfRuns(runs, nil)
 			onePhase(&lv, c.Phases)
@@ -77,7 +82,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 			if err != nil {
 				return nil, err
 			}
-			lv = metrics.Summarize(load, Records(i, traces), 0)
+			lv = metrics.Summarize(load, c.Media.mark(Records(i, traces), c.PromptTokens), 0)
 		}
 		if u > 1 {
 			lv.Lockstep = c.Lockstep

@@ -40,7 +40,8 @@ type Config struct {
 	MaxModelLen int
 	// DefaultMaxTokens is the output length of a request that names none; 256.
 	DefaultMaxTokens int
-	// MaxBodyBytes caps a request body (413 beyond it); 8 MiB.
+	// MaxBodyBytes caps a request body (413 beyond it); 64 MiB, room
+	// for a few large images or a long sound in base64.
 	MaxBodyBytes int64
 	// MaxInflight caps requests in flight (429 beyond it); 4096.
 	MaxInflight int
@@ -75,7 +76,7 @@ const (
 	DefaultHardware    = "h100-sxm"
 	defaultMaxModelLen = 32768
 	defaultMaxTokens   = 256
-	defaultMaxBody     = 8 << 20
+	defaultMaxBody     = 64 << 20
 	defaultMaxInflight = 4096
 	defaultMaxConns    = 8192
 	defaultBodyTimeout = 10 * time.Second

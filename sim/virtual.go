@@ -45,6 +45,10 @@ type ClosedLoop struct {
 	MaxTokens    int
 	MinTokens    int
 	IgnoreEOS    bool
+	// Encode is how long each request's media take to encode before the
+	// request reaches the engine (its trace's Arrival is when it was
+	// sent, so TTFT counts it).
+	Encode time.Duration
 }
 
 // RunClosedLoop runs a closed-loop load through a fresh engine in virtual
@@ -75,7 +79,7 @@ func RunClosedLoop(ctx context.Context, cfg EngineConfig, cost Cost, load Closed
 		}
 		sent++
 		return e.Submit(Request{
-			ID: id, Arrival: at, PromptTokens: load.PromptTokens,
+			ID: id, Arrival: at + load.Encode, PromptTokens: load.PromptTokens,
 			MaxTokens: load.MaxTokens, MinTokens: load.MinTokens, IgnoreEOS: load.IgnoreEOS,
 		})
 	}

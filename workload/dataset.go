@@ -46,6 +46,11 @@ type Row struct {
 	Turns, TurnReplies []string
 	// Line is where the row starts in its file (1-based).
 	Line int
+	// Media go with the row's first turn; MediaRefs are the files and
+	// data: URLs they are read from (OpenDataset reads those of the rows
+	// it keeps).
+	Media     []api.Media
+	MediaRefs []MediaRef
 }
 
 // Text is the row's input as one string.
@@ -136,7 +141,10 @@ func (r Row) Bytes() int64 {
 	for i := range r.Turns {
 		n += len(r.Turns[i]) + len(r.TurnReplies[i])
 	}
-	return int64(n)
+	for _, ref := range r.MediaRefs {
+		n += len(ref.Ref)
+	}
+	return int64(n) + mediaBytes(r.Media)
 }
 
 // RowsBytes is the text rows hold together.
@@ -374,9 +382,13 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 	if err != nil {
 		return bad("", "want a JSON object per line")
 	}
-	var prompt, messages, maxTokens *fastjson.Value
+	var prompt, messages, maxTokens, images, audio *fastjson.Value
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		switch {
+		case strings.EqualFold(string(k), "images"), strings.EqualFold(string(k), "image"):
+			images = v
+		case strings.EqualFold(string(k), "audio"):
+			audio = v
 		case strings.EqualFold(string(k), "prompt"):
 			prompt = v
 		case strings.EqualFold(string(k), "messages"):
@@ -415,6 +427,15 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 					content = v
 				}
 			})
+			if given(content) && content.Type() == fastjson.TypeArray {
+				field := fmt.Sprintf("messages[%d].content", i)
+				text, refs, err := contentParts(content, field)
+				if err != nil {
+					return bad(field, "%v", err)
+				}
+				row.Messages[i].Content, content = text, nil
+				row.MediaRefs = append(row.MediaRefs, refs...)
+			}
 			for _, f := range []struct {
 				v   *fastjson.Value
 				dst *string
@@ -445,6 +466,19 @@ func parseJSONLRow(p *fastjson.Parser, b []byte, name string, line int) (Row, er
 		}
 	default:
 		return bad("prompt", `missing (want "prompt" or "messages")`)
+	}
+	for _, f := range []struct {
+		v           *fastjson.Value
+		field, kind string
+	}{{images, "images", api.KindImage}, {audio, "audio", api.KindAudio}} {
+		if !given(f.v) {
+			continue
+		}
+		refs, err := jsonRefs(f.v, f.field, f.kind)
+		if err != nil {
+			return bad(f.field, "%v", err)
+		}
+		row.MediaRefs = append(row.MediaRefs, refs...)
 	}
 	if given(maxTokens) {
 		raw := maxTokens.MarshalTo(nil)
@@ -524,6 +558,10 @@ type shareGPTEntry struct {
 		From  string `json:"from"`
 		Value string `json:"value"`
 	} `json:"conversations"`
+	// Image or Images (LLaVA's rows) go with the first human turn, whose
+	// "<image>" placeholders are dropped.
+	Image  json.RawMessage `json:"image"`
+	Images json.RawMessage `json:"images"`
 }
 
 // ReadShareGPT calls fn with every entry of a ShareGPT JSON array: the
@@ -580,6 +618,10 @@ func ReadShareGPT(r io.Reader, name string, lim Limits, fn func(Row) error) erro
 		}
 		if row.Prompt == "" {
 			return &RowError{File: name, Line: line, Field: fmt.Sprintf("[%d].conversations", i), Msg: "no human turn"}
+		}
+		if err := shareGPTMedia(&row, e.Image, e.Images, i); err != nil {
+			err.File = name
+			return err
 		}
 		if err := fn(row); err != nil {
 			return err
@@ -640,6 +682,8 @@ func OpenDataset(path, format string, k int, seed uint64, lim Limits) (Dataset, 
 		return d, CheckText(path)
 	}
 	var err error
-	d.Rows, err = Sample(path, d.Format, k, seed, lim)
-	return d, err
+	if d.Rows, err = Sample(path, d.Format, k, seed, lim); err != nil {
+		return d, err
+	}
+	return d, loadRowMedia(d.Rows, filepath.Base(path), datasetDir(path), lim, RowsBytes(d.Rows))
 }

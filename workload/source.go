@@ -33,6 +33,8 @@ type Config struct {
 	Rows []Row
 	// Corpus, when set, is cut into prompts of Input tokens.
 	Corpus *Corpus
+	// Media go with every request whose row has none of its own.
+	Media MediaSpec
 	// PrefixTokens of shared text start every prompt, one of PrefixGroups
 	// distinct prefixes (request i uses prefix i mod groups), so an engine
 	// with prefix caching serves those tokens from its cache.
@@ -79,6 +81,10 @@ type Source struct {
 	seed    uint64
 	tok     tokenize.Tokenizer
 	counted bool // the prompts were counted by a Counter (the server's tokenizer)
+	// media are the synthetic media's spec, and rowMedia says which
+	// requests send their row's files instead.
+	media    MediaSpec
+	rowMedia []bool
 }
 
 type textAt struct {
@@ -106,7 +112,8 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 			return nil, err
 		}
 	}
-	s := &Source{words: syn.words, seed: seed, tok: cfg.Tokenizer, counted: cfg.Counter != nil}
+	s := &Source{words: syn.words, seed: seed, tok: cfg.Tokenizer, counted: cfg.Counter != nil, media: cfg.Media}
+	var mediaHeld int64
 	for i := range n {
 		prefix := ""
 		if len(prefixes) > 0 {
@@ -191,6 +198,13 @@ func NewSource(ctx context.Context, cfg Config, n int) (*Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		if turn >= 0 {
+			row = Row{} // a row's files go with its first turn
+		}
+		if err := cfg.attachMedia(req, row, i, seed, &mediaHeld); err != nil {
+			return nil, err
+		}
+		s.rowMedia = append(s.rowMedia, len(row.Media) > 0)
 		s.reqs = append(s.reqs, req)
 		s.inTokens = append(s.inTokens, count)
 		s.at = append(s.at, at)
@@ -413,6 +427,7 @@ func (s *Source) variant(j int, round uint64) (*api.Request, int) {
 	base := s.reqs[j]
 	req := *base
 	req.Messages = append([]api.Message(nil), base.Messages...)
+	s.redrawMedia(&req, j, round)
 	if s.redraw(&req, s.at[j], round, j) {
 		if s.counted {
 			// The prompts were counted by the server's tokenizer, which a

@@ -241,6 +241,9 @@ func (o *planning) workload() error {
 	if _, err := workload.NewSynthetic(o.tok, o.Seed); err != nil {
 		return usagef("--tokenizer: %v", err)
 	}
+	if o.media, err = parseMedia(o.Images, o.ImageSize, o.ImageFormat, o.AudioSeconds); err != nil {
+		return err
+	}
 	budget, err := humanize.ParseBytes(o.DatasetBudget)
 	if err != nil || budget == 0 || budget > 1<<62 {
 		return usagef("--dataset-budget: want a size such as 512MiB or 4GiB, got %q", o.DatasetBudget)
@@ -269,7 +272,7 @@ func (o *planning) plannedWorkload(promptSeed uint64) benchmark.Workload {
 		Dataset: o.Dataset, DatasetFormat: o.format,
 		PrefixTokens: o.PrefixTokens, PrefixGroups: o.PrefixGroups, MinTokens: o.MinTokens,
 		Tokenizer: o.tok, ServerTokenizer: o.serverTok, PromptSeed: promptSeed, Chat: o.Workload == "chat",
-		Trace: o.trace,
+		Trace: o.trace, Media: o.media,
 	}
 	if o.format == workload.FormatText {
 		wl.Corpus = o.Dataset

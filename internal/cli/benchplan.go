@@ -46,13 +46,18 @@ type benchOptions struct {
 	Dataset, DatasetFormat    string
 	// DatasetBudget bounds the text a dataset's rows, and the copies of it
 	// a level's requests make, hold together: a size ("1GiB").
-	DatasetBudget   string
-	PrefixTokens    int
-	PrefixGroups    int
-	MinTokens       int
-	IgnoreEOS       bool
-	ContinuousUsage string
-	Seed            uint64
+	DatasetBudget string
+	// Images of ImageSize ("WxH") in ImageFormat (png, jpeg) and
+	// AudioSeconds of sound go with every request.
+	Images                 int
+	ImageSize, ImageFormat string
+	AudioSeconds           float64
+	PrefixTokens           int
+	PrefixGroups           int
+	MinTokens              int
+	IgnoreEOS              bool
+	ContinuousUsage        string
+	Seed                   uint64
 	// EmbedInputs, Tools and ToolsFile are the requests' shape beyond
 	// their prompts (requestShape).
 	EmbedInputs, Tools int
@@ -107,7 +112,7 @@ func defaultBenchOptions() benchOptions {
 	return benchOptions{
 		API: "openai-chat", Concurrency: "1,4,16", Arrival: string(load.ArrivalPoisson), Burstiness: 1,
 		Warmup: 1, InputTokens: "512", OutputTokens: "128", Tokenizer: tokenize.Default,
-		DatasetFormat: workload.FormatAuto, DatasetBudget: "1GiB", PrefixGroups: 1, ContinuousUsage: string(benchmark.Auto), Seed: 1,
+		DatasetFormat: workload.FormatAuto, DatasetBudget: "1GiB", ImageSize: "512x512", ImageFormat: "jpeg", PrefixGroups: 1, ContinuousUsage: string(benchmark.Auto), Seed: 1,
 		APIKeyEnv: "OPENAI_API_KEY", Connections: "warm", Redirects: "none",
 		Timeout: 10 * time.Minute, Grace: 5 * time.Second,
 		Repeat: 1, SweepMax: 512, GPUTelemetry: "auto", Workload: "synthetic", Steps: 5, Turns: 5, TraceSpeed: "1",
@@ -145,7 +150,8 @@ type planning struct {
 	inputs     []workload.Dist
 	output     workload.Dist
 	rows       []workload.Row
-	copyBudget int64  // what --dataset-budget leaves besides the rows
+	copyBudget int64 // what --dataset-budget leaves besides the rows
+	media      workload.MediaSpec
 	format     string // the dataset's, once read
 	serverTok  bool
 	tok        tokenize.Tokenizer

@@ -3,12 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokbench/tokbench/benchmark"
 	"github.com/tokbench/tokbench/physics"
 	"github.com/tokbench/tokbench/report"
+	"github.com/tokbench/tokbench/sim"
 )
 
 type ceilingFlags struct {
@@ -18,6 +21,10 @@ type ceilingFlags struct {
 	catalog, format                         string
 	gguf                                    string
 	remeasure                               bool
+	// images of imageSize and audioSeconds of sound join the prompt.
+	images       int
+	imageSize    string
+	audioSeconds float64
 }
 
 func newCeilingCmd(env Env) *cobra.Command {
@@ -60,6 +67,9 @@ mixture-of-experts model, a smaller model or lower precision, or more GPUs.`,
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
 	fs.BoolVar(&f.remeasure, "remeasure", false, "with --hardware local: measure the bandwidth now, whatever is cached")
 	fs.StringVar(&f.gguf, "gguf", "", "GGUF model file: architecture and exact bytes per token from its tensor types and shapes (instead of --model/--quant)")
+	fs.IntVar(&f.images, "images", 0, "images in the prompt: their tokens (Qwen2-VL's) join --prompt-tokens and their encoder's time the TTFT floor")
+	fs.StringVar(&f.imageSize, "image-size", "512x512", "the images' size, WIDTHxHEIGHT in pixels")
+	fs.Float64Var(&f.audioSeconds, "audio-seconds", 0, "seconds of sound in the prompt (Qwen2-Audio's tokens and encoder)")
 	return cmd
 }
 
@@ -124,7 +134,28 @@ func runCeiling(env Env, f *ceilingFlags, cmd *cobra.Command) error {
 	if cmd.Flags().Changed("claim") {
 		claim = f.claim
 	}
-	out := report.NewCeiling(d, engine, physics.Workload{ContextTokens: f.context, Batch: f.batch, PromptTokens: f.promptTokens}, claim, notes)
+	ml, err := simMedia(f.images, f.imageSize, f.audioSeconds)
+	if err != nil {
+		return err
+	}
+	ml.Hardware, ml.GPUs = f.hardware, f.gpus
+	mc := ml.Cost()
+	prompt := f.promptTokens
+	if mc.Tokens > 0 {
+		prompt += mc.Tokens
+		notes = append(notes, fmt.Sprintf("media: %s: %d prompt tokens (in the %d of the prefill); their encoders' %.3g FLOPs are in the TTFT figures",
+			ml, mc.Tokens, prompt, mc.EncoderFLOPs))
+	}
+	out := report.NewCeiling(d, engine, physics.Workload{ContextTokens: f.context, Batch: f.batch, PromptTokens: prompt}, claim, notes)
+	if mc.EncoderFLOPs > 0 && out.PromptTokens > 0 {
+		// The encoders run before the prefill: at peak for the floor, at
+		// the hardware's prefill MFU for the expected time.
+		peak := d.Hardware.BF16FLOPS * float64(max(d.GPUs, 1))
+		if peak > 0 {
+			out.PrefillFloorMs += mc.EncoderFLOPs / peak * 1000
+		}
+		out.PrefillExpectedMs += float64(sim.EncoderTimeOn(d.Hardware, d.GPUs, mc.EncoderFLOPs)) / float64(time.Millisecond)
+	}
 	if f.format == "json" {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")

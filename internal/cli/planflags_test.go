@@ -156,6 +156,7 @@ func TestEveryPlanFieldHasAFlag(t *testing.T) {
 		"Workload.EmbedInputs":     {"--api", "openai-embeddings", "--embed-inputs", "4"},
 		"Workload.Tools":           {"--tools", "3"},
 		"Workload.ToolsFile":       {"--tools-file", tools},
+		"Workload.Media":           {"--images", "2", "--image-size", "64x48", "--audio-seconds", "1"},
 		"Physics":                  {"--url", server, "--hardware", "h100-sxm", "--model", "llama-3.1-8b"},
 		"PhysicsIn":                {"--url", server, "--hardware", "h100-sxm", "--model", "a-model-of-its-own"},
 		"Meta":                     {"--label", "nightly"},

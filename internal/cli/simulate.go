@@ -21,6 +21,9 @@ func newSimulateCmd(env Env) *cobra.Command {
 		requests, input, output int
 		phases                  int
 		lockstep                bool
+		images                  int
+		imageSize               string
+		audioSeconds            float64
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -56,6 +59,11 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 			case phases > 1 && lockstep:
 				return usagef("--phases: the users of a --lockstep level start together: give one or the other")
 			}
+			mediaLoad, err := simMedia(images, imageSize, audioSeconds)
+			if err != nil {
+				return err
+			}
+			mediaLoad.Hardware, mediaLoad.GPUs = f.hardware, f.gpus
 			if !cmd.Flags().Changed("phases") && f.cal != nil && !lockstep {
 				phases = calibratedPhases
 			}
@@ -68,6 +76,7 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 			}
 			levels, err := sim.Curve(cmd.Context(), cfg.Engine, cfg.Cost, sim.CurveConfig{
 				Users: users, Requests: requests, PromptTokens: input, MaxTokens: output, Lockstep: lockstep, Phases: phases,
+				Media: mediaLoad,
 			})
 			if err != nil {
 				return err
@@ -100,6 +109,9 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 	fl.StringVar(&format, "format", "table", "stdout format: table, json")
 	fl.IntVar(&phases, "phases", 1, fmt.Sprintf("run each level this many times with its users' starts at random instants and report the mean: the expected figures of a real server, whose users fall into step with each other by chance (default %d with --calibration)", calibratedPhases))
 	fl.BoolVar(&lockstep, "lockstep", false, "start each level's users at the same instant (the default spreads them over one request's duration, as bench does)")
+	fl.IntVar(&images, "images", 0, "images in every request, encoded and prefilled as Qwen2-VL's (see docs/simulator.md)")
+	fl.StringVar(&imageSize, "image-size", "512x512", "the images' size, WIDTHxHEIGHT in pixels")
+	fl.Float64Var(&audioSeconds, "audio-seconds", 0, "seconds of sound in every request, encoded and prefilled as Qwen2-Audio's")
 	return cmd
 }
 

@@ -1,0 +1,116 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/load"
+	"github.com/tokbench/tokbench/media"
+	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/workload"
+)
+
+// MaxImagesPerRequest bounds Workload.Media.Images.
+const MaxImagesPerRequest = 64
+
+// checkMedia refuses, before any request, synthetic media that cannot be
+// made and media the protocol cannot carry (naming Workload.Media's
+// field, or Workload.Rows for its rows' files).
+func (r *run) checkMedia() error {
+	m := r.p.Workload.Media
+	switch {
+	case m.Images < 0 || m.Images > MaxImagesPerRequest:
+		return fieldErrorf("Workload.Media.Images", "want 0 to %d images a request, got %d", MaxImagesPerRequest, m.Images)
+	case m.Images > 0 && (m.Width < 1 || m.Height < 1 || int64(m.Width)*int64(m.Height) > media.MaxPixels):
+		return fieldErrorf("Workload.Media.Images", "images of %dx%d: want 1 to %d pixels", m.Width, m.Height, media.MaxPixels)
+	case m.Images > 0 && m.Format != "png" && m.Format != "jpeg":
+		return fieldErrorf("Workload.Media.Format", "want png or jpeg, got %q", m.Format)
+	case !(m.AudioSeconds >= 0) || m.AudioSeconds > media.MaxAudioSeconds:
+		return fieldErrorf("Workload.Media.AudioSeconds", "want 0 to %d seconds, got %g", media.MaxAudioSeconds, m.AudioSeconds)
+	}
+	if lc, ok := r.adapter.(api.LlamaCpp); ok && r.detected != nil && r.detected.Facts["media_marker"] != "" {
+		lc.MediaMarker = r.detected.Facts["media_marker"] // the server's own
+		r.adapter = lc
+	}
+	wl := r.p.Workload
+	kinds := map[string]string{} // kind → the field that asks for it
+	if wl.Media.Images > 0 {
+		kinds[api.KindImage] = "Workload.Media.Images"
+	}
+	if wl.Media.AudioSeconds > 0 {
+		kinds[api.KindAudio] = "Workload.Media.AudioSeconds"
+	}
+	for _, row := range wl.Rows {
+		for _, m := range row.Media {
+			if _, ok := kinds[m.Kind]; !ok {
+				kinds[m.Kind] = "Workload.Rows"
+			}
+		}
+	}
+	for _, kind := range []string{api.KindImage, api.KindAudio} {
+		field, ok := kinds[kind]
+		if !ok || api.CarriesMedia(r.adapter, kind) {
+			continue
+		}
+		var can []string
+		for _, name := range api.Names {
+			if a, err := api.ByName(name); err == nil && api.CarriesMedia(a, kind) && name != "ollama" {
+				can = append(can, name)
+			}
+		}
+		return fieldErrorf(field, "the %s API cannot carry %s in a request (%s can)", r.adapter.Name(), kind, strings.Join(can, ", "))
+	}
+	return nil
+}
+
+// twin measures, once a run, what the server's prompt count adds to a
+// request's text, so that the tokens of the media are the prompt's less
+// the text's as the server counts it: a text-only twin of a request (its
+// text, no media, one output token) is sent before the first level with
+// media, and the server's prompt tokens for it less the text's requested
+// count are its template's. The twin is a warm-up variant, so no level's
+// request finds its text in the server's cache.
+func (r *run) twin(ctx context.Context, runner *load.Runner, src load.Source) {
+	if r.twinDone {
+		return
+	}
+	req, inTok := load.Warmups(src, 0).Request(1 << 20)
+	if len(req.Media) == 0 {
+		return
+	}
+	r.twinDone = true
+	t := *req
+	t.Media, t.MaxTokens = nil, 1
+	if _, ok := t.Extra["min_tokens"]; ok { // it may not pass max_tokens
+		t.Extra = maps.Clone(t.Extra)
+		delete(t.Extra, "min_tokens")
+	}
+	resp := runner.Client.Do(ctx, &t)
+	if resp.Failed() || resp.Usage == nil || resp.Usage.PromptTokens <= 0 || inTok <= 0 {
+		why := "it reported no prompt tokens"
+		if resp.Failed() {
+			why = "it failed: " + resp.Error
+		}
+		r.notice("media: the text-only twin request told nothing (%s); media tokens are the prompt's less the text's requested count, the template's tokens included", why)
+		runner.MediaText = load.MediaText{Source: metrics.TextRequested}
+		return
+	}
+	runner.MediaText = load.MediaText{TemplateTokens: resp.Usage.PromptTokens - inTok, Source: metrics.TextTwin}
+}
+
+// mediaMeta is run.json's like-for-like account of the synthetic media
+// (compare refuses to set runs with other media side by side unnoticed):
+// "images" ("2 × 1024x1024 png") and "audio_seconds".
+func mediaMeta(m workload.MediaSpec) map[string]string {
+	out := map[string]string{}
+	if m.Images > 0 {
+		out["images"] = fmt.Sprintf("%d × %dx%d %s", m.Images, m.Width, m.Height, m.Format)
+	}
+	if m.AudioSeconds > 0 {
+		out["audio_seconds"] = fmt.Sprint(m.AudioSeconds)
+	}
+	return out
+}
