@@ -217,6 +217,10 @@ type Engine struct {
 	emits   []Emit
 	// The front end's tokenizer and output workers are busy until these.
 	tokFree, outFree time.Duration
+	// outPrev is when the output worker was through the step before the
+	// last: the next step may not start earlier, so delivery overlaps one
+	// step and never falls further behind.
+	outPrev time.Duration
 }
 
 // NewEngine returns an engine at engine time zero.
@@ -352,6 +356,9 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	if len(e.running) == 0 && e.waiting[0].admit > e.now {
 		e.now = e.waiting[0].admit
 	}
+	// Output processing overlaps only the next step: this step waits for
+	// the chunks of the step before the last to be written out.
+	e.now = max(e.now, e.outPrev)
 	spec := e.cfg.Spec
 	perDecode := 1
 	if spec.Enabled() {
@@ -478,6 +485,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	clear(e.running[len(kept):])
 	e.running = kept
 	res.Emits = e.emits
+	e.outPrev = e.outFree
 	if out := e.cfg.FrontEnd.output(len(e.emits)); out > 0 {
 		e.outFree = max(e.outFree, res.End) + out
 		res.Delivered = e.outFree
