@@ -21,6 +21,12 @@ type Step struct {
 	// summed over the sequences being prefilled, the tokens already cached
 	// plus this step's chunk (as physics.Step defines it).
 	PrefillContextTokens int
+	// PrefillAttentionPairs is the (query, key) pairs the prefill chunks
+	// attend over, summed over the sequences: a chunk of p tokens ending a
+	// context of C has p·(C − p/2); the verification tokens of speculative
+	// decoding attend over their sequence's context. Zero means one chunk
+	// of PrefillTokens ending PrefillContextTokens (physics.Step.PrefillPairs).
+	PrefillAttentionPairs int
 }
 
 // Cost tells the engine how long a step takes and how many tokens the KV
@@ -403,6 +409,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 			budget -= s.chunk
 			st.PrefillTokens += s.chunk
 			st.PrefillContextTokens += s.computed + s.chunk
+			st.PrefillAttentionPairs += chunkPairs(s.chunk, s.computed)
 		}
 	}
 	// 3. Admit waiting requests in FIFO order.
@@ -417,6 +424,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 		budget -= s.chunk
 		st.PrefillTokens += s.chunk
 		st.PrefillContextTokens += s.chunk
+		st.PrefillAttentionPairs += chunkPairs(s.chunk, 0)
 		e.running = append(e.running, s)
 	}
 
@@ -427,6 +435,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	var dur time.Duration
 	if spec.Enabled() && decodes > 0 {
 		costStep.PrefillTokens += decodes * spec.DraftTokens
+		costStep.PrefillAttentionPairs += st.KVTokens * spec.DraftTokens
 		dur = e.cost.StepTime(costStep)
 		draft := e.cost.StepTime(Step{DecodeSeqs: decodes, KVTokens: st.KVTokens})
 		dur += time.Duration(float64(spec.DraftTokens) * spec.DraftCostRatio * float64(draft))
@@ -496,6 +505,10 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	res.Prefilling = prefilling
 	return res, true
 }
+
+// chunkPairs is the (query, key) pairs a prefill chunk of p tokens after
+// cached tokens attends over under the causal mask: p·(cached + p/2).
+func chunkPairs(p, cached int) int { return p*cached + p*p/2 }
 
 // preemptLast evicts the newest running sequence back to the head of the
 // queue. Its prompt and the output it has streamed are recomputed as one
