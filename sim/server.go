@@ -60,6 +60,9 @@ type Config struct {
 	onWake func(late time.Duration)
 	// onStep, when set, is told each step's duration (engine time).
 	onStep func(d time.Duration)
+	// onArrival, when set, is told each request's arrival (engine time)
+	// as the loop hands it to the engine.
+	onArrival func(arrival time.Duration)
 }
 
 // Defaults of the preset.
@@ -547,6 +550,9 @@ func (s *Server) drain(streams map[uint64]*stream, now time.Duration) {
 	s.mu.Unlock()
 	for _, st := range inbox {
 		st.req.Arrival = now
+		if s.cfg.onArrival != nil {
+			s.cfg.onArrival(now)
+		}
 		if err := s.eng.Submit(st.req); err != nil {
 			// Handlers check lengths first; this is a bug guard.
 			s.endStream(st)
