@@ -63,7 +63,8 @@ type File struct {
 // Fit is how the calibrated simulator matches each fitted level.
 type Fit struct {
 	Levels []Point `json:"levels"`
-	// PromptLengths are the levels' prompt lengths, shortest first. With
+	// PromptLengths are the levels' prompt lengths, shortest first,
+	// those within 10% of each other as one (their mean). With
 	// one, the cost of context (attention) and the front end's
 	// per-request time are not fitted.
 	PromptLengths []int `json:"prompt_lengths"`
@@ -304,14 +305,31 @@ func (f *File) fit(ctx context.Context, pts []Point) error {
 	return nil
 }
 
-// promptLengths are the levels' distinct prompt lengths, shortest first.
+// samePromptLength is how far apart, relative to the shorter, two levels'
+// mean prompt lengths may be and still count as one length: the means of
+// a dataset's or a ranged --input-tokens' prompts differ by noise from
+// level to level, which cannot tell attention from the prefill rate.
+const samePromptLength = 0.10
+
+// promptLengths are the levels' distinct prompt lengths, shortest first:
+// lengths within samePromptLength of the shortest of a run of them are
+// one length, their rounded mean.
 func promptLengths(pts []Point) []int {
 	var l []int
 	for _, p := range pts {
 		l = append(l, p.InputTokens)
 	}
 	slices.Sort(l)
-	return slices.Compact(l)
+	var out []int
+	for i := 0; i < len(l); {
+		j, sum := i, 0
+		for ; j < len(l) && float64(l[j]) <= float64(l[i])*(1+samePromptLength); j++ {
+			sum += l[j]
+		}
+		out = append(out, int(math.Round(float64(sum)/float64(j-i))))
+		i = j
+	}
+	return out
 }
 
 // atBound names the free parameters at an end of their range.

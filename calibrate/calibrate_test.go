@@ -264,6 +264,43 @@ func TestFitPredictsQueueingPastSlots(t *testing.T) {
 	within(t, "c=8 decode TPS p50", got.DecodeTPS.P50, want.DecodeTPS.P50, 0.15)
 }
 
+// TestPromptLengthsWithinTenPercentAreOne: levels whose mean prompts
+// differ by noise (a dataset, --input-tokens 512:64) are one length; 128
+// and 512 are two.
+func TestPromptLengthsWithinTenPercentAreOne(t *testing.T) {
+	for _, c := range []struct {
+		in, want []int
+	}{
+		{[]int{509, 517, 498, 530}, []int{514}},
+		{[]int{512, 512}, []int{512}},
+		{[]int{128, 131, 512, 500}, []int{130, 506}},
+		{[]int{100, 111}, []int{100, 111}},
+	} {
+		var pts []Point
+		for _, n := range c.in {
+			pts = append(pts, Point{InputTokens: n})
+		}
+		if got := promptLengths(pts); !slices.Equal(got, c.want) {
+			t.Errorf("levels with %v-token prompts: lengths %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// TestFitNoisyLengthsAreOne: levels with 250- and 262-token prompts are
+// fitted as one length: attention and the front end are not fitted from
+// the difference, and the note says so.
+func TestFitNoisyLengthsAreOne(t *testing.T) {
+	s := measuredCtx(t, [][2]int{{1, 250}, {2, 262}})
+	f, err := FromRun(context.Background(), "run", s, map[string]string{"server_slots": "4"}, Options{MaxBatchedTokens: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Cost.AttentionNsPerPair != 0 || f.FrontEnd != (sim.FrontEnd{}) || !slices.Equal(f.Fit.PromptLengths, []int{256}) ||
+		!strings.Contains(f.Fit.Note, "all with 256-token prompts") {
+		t.Errorf("250 and 262: attention %v, front end %+v, lengths %v, note %q", f.Cost.AttentionNsPerPair, f.FrontEnd, f.Fit.PromptLengths, f.Fit.Note)
+	}
+}
+
 // TestFitPredictsOtherLengths: fitted on 128- and 512-token prompts (c=1
 // and c=2 each), the calibration predicts 1,024-token prompts, where
 // attention is a third of the prefill, within 15% at c=1, 2 and 4. Fitted

@@ -29,8 +29,25 @@ type Deployment struct {
 // tokens are processed in the same iteration (chunked prefill); they attend
 // over PrefillContextTokens in total, that is, summed over the sequences
 // being prefilled, the prompt tokens already cached plus this chunk.
+// PrefillAttentionPairs is the (query, key) pairs those chunks attend over
+// under the causal mask, summed over the sequences: a chunk of p tokens
+// ending a context of C tokens has p·(C − p/2). Zero means one sequence is
+// prefilled, and the pairs are computed from the two sums.
 type Step struct {
 	DecodeSeqs, KVTokens, PrefillTokens, PrefillContextTokens int
+	PrefillAttentionPairs                                     int
+}
+
+// PrefillPairs is the step's prefill attention pairs: PrefillAttentionPairs,
+// or when that is zero, PrefillTokens as one chunk ending a context of
+// PrefillContextTokens.
+func (s Step) PrefillPairs() float64 {
+	if s.PrefillAttentionPairs > 0 {
+		return float64(s.PrefillAttentionPairs)
+	}
+	p := float64(s.PrefillTokens)
+	ctx := math.Max(float64(s.PrefillContextTokens), p)
+	return p * (ctx - p/2)
 }
 
 func (d Deployment) gpus() float64 {
@@ -288,13 +305,12 @@ func (d Deployment) StepCost(s Step) StepCost {
 		d.kvReadBytes(s.KVTokens, s.DecodeSeqs) + d.kvReadBytes(s.PrefillContextTokens, prefillSeqs)
 	c.Memory = seconds(c.BytesRead / (g * h.BandwidthBytesPerSec * nonZero(h.MBU)))
 
-	// A chunk of p tokens ending a context of C tokens attends over
-	// p·(C − p/2) (query, key) pairs under the causal mask.
+	// Attention is counted per sequence (Step.PrefillPairs): k prompts of
+	// L tokens attend over k·L²/2 pairs, not (kL)²/2.
 	p := float64(s.PrefillTokens)
-	ctx := math.Max(float64(s.PrefillContextTokens), p)
 	linear := 2 * m.MatmulParamsPerToken()
 	decodeFLOPs := linear*float64(s.DecodeSeqs) + m.attentionFLOPs(float64(s.KVTokens))
-	prefillFLOPs := linear*p + m.attentionFLOPs(p*(ctx-p/2))
+	prefillFLOPs := linear*p + m.attentionFLOPs(s.PrefillPairs())
 	c.FLOPs = decodeFLOPs + prefillFLOPs
 	if peak := g * d.peakFLOPS(); peak > 0 {
 		c.Compute = seconds(decodeFLOPs/(peak*nonZero(h.MFUDecode)) + prefillFLOPs/(peak*nonZero(h.MFUPrefill)))

@@ -179,6 +179,13 @@ func TestStepTimeTerms(t *testing.T) {
 	if want := 80800 * time.Microsecond; got.Compute != want {
 		t.Errorf("prefill compute = %v, want %v", got.Compute, want)
 	}
+	// Four fresh prompts of 1000 tokens in one step attend per sequence,
+	// 4·500k pairs: (2e9·4000 + 4·10·1000·2e6) / 25e12 = 323.2 ms, four
+	// times one prompt (the sums taken as one prompt would give 332.8).
+	got = d.StepCost(Step{PrefillTokens: 4000, PrefillContextTokens: 4000, PrefillAttentionPairs: 4 * 1000 * 1000 / 2})
+	if want := 323200 * time.Microsecond; got.Compute != want {
+		t.Errorf("four prompts' prefill compute = %v, want %v", got.Compute, want)
+	}
 	if d.StepTime(Step{}) != 0 {
 		t.Errorf("empty step takes %v, want 0", d.StepTime(Step{}))
 	}

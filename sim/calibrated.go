@@ -65,10 +65,9 @@ func (c Calibrated) StepTime(s Step) time.Duration {
 func (c Calibrated) KVCapacityTokens() int { return c.KVCapacity }
 
 // attentionPairs is the (query, key) pairs a step attends over: every
-// decoding sequence's context, and for the prefill chunks p·(C − p/2),
-// with C the context they end (physics.Deployment.StepCost's count).
+// decoding sequence's context, and for each prefill chunk p·(C − p/2),
+// with C the context it ends, summed over the sequences
+// (physics.Step.PrefillPairs, physics.Deployment.StepCost's count).
 func attentionPairs(s Step) float64 {
-	p := float64(s.PrefillTokens)
-	ctx := max(float64(s.PrefillContextTokens), p)
-	return float64(s.KVTokens) + p*(ctx-p/2)
+	return float64(s.KVTokens) + physicsStep(s).PrefillPairs()
 }

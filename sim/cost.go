@@ -17,6 +17,7 @@ func physicsStep(s Step) physics.Step {
 	return physics.Step{
 		DecodeSeqs: s.DecodeSeqs, KVTokens: s.KVTokens,
 		PrefillTokens: s.PrefillTokens, PrefillContextTokens: s.PrefillContextTokens,
+		PrefillAttentionPairs: s.PrefillAttentionPairs,
 	}
 }
 

@@ -21,6 +21,12 @@ type Step struct {
 	// summed over the sequences being prefilled, the tokens already cached
 	// plus this step's chunk (as physics.Step defines it).
 	PrefillContextTokens int
+	// PrefillAttentionPairs is the (query, key) pairs the prefill chunks
+	// attend over, summed over the sequences: a chunk of p tokens ending a
+	// context of C has p·(C − p/2); the verification tokens of speculative
+	// decoding attend over their sequence's context. Zero means one chunk
+	// of PrefillTokens ending PrefillContextTokens (physics.Step.PrefillPairs).
+	PrefillAttentionPairs int
 }
 
 // Cost tells the engine how long a step takes and how many tokens the KV
@@ -217,6 +223,10 @@ type Engine struct {
 	emits   []Emit
 	// The front end's tokenizer and output workers are busy until these.
 	tokFree, outFree time.Duration
+	// outPrev is when the output worker was through the step before the
+	// last: the next step may not start earlier, so delivery overlaps one
+	// step and never falls further behind.
+	outPrev time.Duration
 }
 
 // NewEngine returns an engine at engine time zero.
@@ -352,6 +362,9 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	if len(e.running) == 0 && e.waiting[0].admit > e.now {
 		e.now = e.waiting[0].admit
 	}
+	// Output processing overlaps only the next step: this step waits for
+	// the chunks of the step before the last to be written out.
+	e.now = max(e.now, e.outPrev)
 	spec := e.cfg.Spec
 	perDecode := 1
 	if spec.Enabled() {
@@ -396,6 +409,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 			budget -= s.chunk
 			st.PrefillTokens += s.chunk
 			st.PrefillContextTokens += s.computed + s.chunk
+			st.PrefillAttentionPairs += chunkPairs(s.chunk, s.computed)
 		}
 	}
 	// 3. Admit waiting requests in FIFO order.
@@ -410,6 +424,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 		budget -= s.chunk
 		st.PrefillTokens += s.chunk
 		st.PrefillContextTokens += s.chunk
+		st.PrefillAttentionPairs += chunkPairs(s.chunk, 0)
 		e.running = append(e.running, s)
 	}
 
@@ -420,6 +435,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	var dur time.Duration
 	if spec.Enabled() && decodes > 0 {
 		costStep.PrefillTokens += decodes * spec.DraftTokens
+		costStep.PrefillAttentionPairs += st.KVTokens * spec.DraftTokens
 		dur = e.cost.StepTime(costStep)
 		draft := e.cost.StepTime(Step{DecodeSeqs: decodes, KVTokens: st.KVTokens})
 		dur += time.Duration(float64(spec.DraftTokens) * spec.DraftCostRatio * float64(draft))
@@ -478,6 +494,7 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	clear(e.running[len(kept):])
 	e.running = kept
 	res.Emits = e.emits
+	e.outPrev = e.outFree
 	if out := e.cfg.FrontEnd.output(len(e.emits)); out > 0 {
 		e.outFree = max(e.outFree, res.End) + out
 		res.Delivered = e.outFree
@@ -488,6 +505,10 @@ func (e *Engine) Step() (res StepResult, ok bool) {
 	res.Prefilling = prefilling
 	return res, true
 }
+
+// chunkPairs is the (query, key) pairs a prefill chunk of p tokens after
+// cached tokens attends over under the causal mask: p·(cached + p/2).
+func chunkPairs(p, cached int) int { return p*cached + p*p/2 }
 
 // preemptLast evicts the newest running sequence back to the head of the
 // queue. Its prompt and the output it has streamed are recomputed as one

@@ -85,7 +85,7 @@ func TestSingleRequestInstants(t *testing.T) {
 	if last.Finish != FinishLength {
 		t.Errorf("finish = %v, want length", last.Finish)
 	}
-	if steps[0].Step != (Step{PrefillTokens: 100, PrefillContextTokens: 100}) {
+	if steps[0].Step != (Step{PrefillTokens: 100, PrefillContextTokens: 100, PrefillAttentionPairs: 5000}) {
 		t.Errorf("first step = %+v, want a 100-token prefill", steps[0].Step)
 	}
 	if s := steps[2].Step; s != (Step{DecodeSeqs: 1, KVTokens: 101}) {
@@ -153,7 +153,7 @@ func TestChunkedPrefillSlowsDecode(t *testing.T) {
 	if want := []time.Duration{s1 + 2*full + last}; !reflect.DeepEqual(at[2], want) {
 		t.Errorf("long prompt's first token at %v, want %v", at[2], want)
 	}
-	if got := steps[1].Step; got != (Step{DecodeSeqs: 1, KVTokens: 10, PrefillTokens: 999, PrefillContextTokens: 999}) {
+	if got := steps[1].Step; got != (Step{DecodeSeqs: 1, KVTokens: 10, PrefillTokens: 999, PrefillContextTokens: 999, PrefillAttentionPairs: 999 * 999 / 2}) {
 		t.Errorf("mixed step = %+v", got)
 	}
 	if got := steps[2].Step.PrefillContextTokens; got != 1998 {
@@ -370,5 +370,37 @@ func TestCurvePhases(t *testing.T) {
 	one := run()
 	if one[1].Repeats != nil || one[1].TTFT.Count != 24 {
 		t.Errorf("Phases 1 is one run: %+v", one[1].Repeats)
+	}
+}
+
+// TestPrefillAttentionPerSequence: attention is costed per sequence. Two
+// prompts of 100 tokens with a 150-token budget: step 1 prefills A (100
+// fresh: 5000 pairs) and B's first 50 (1250); step 2 decodes A (100 of
+// context) and prefills B's last 50 after 50 cached (50·(50+25) = 3750).
+// With 1 µs a pair and nothing else costing, the steps take 6.25 and
+// 3.85 ms; the sums taken as one prompt would give 150·75 = 11.25 ms.
+func TestPrefillAttentionPerSequence(t *testing.T) {
+	c := Calibrated{WeightBytes: 1, KVCapacity: 1 << 20, BandwidthBytesPerSec: 1e18, MBU: 1, PrefillTPS: 1e18, AttentionNsPerPair: 1000}
+	e := mustEngine(t, EngineConfig{MaxBatchedTokens: 150}, c)
+	for id := range uint64(2) {
+		if err := e.Submit(Request{ID: id, PromptTokens: 100, MaxTokens: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, steps := runAll(t, e)
+	if len(steps) < 2 {
+		t.Fatalf("%d steps, want at least 2", len(steps))
+	}
+	for i, want := range []struct {
+		pairs int
+		dur   time.Duration
+	}{{6250, 6250 * time.Microsecond}, {3750, 3850 * time.Microsecond}} {
+		st := steps[i]
+		if st.Step.PrefillAttentionPairs != want.pairs {
+			t.Errorf("step %d: %d prefill attention pairs, want %d", i, st.Step.PrefillAttentionPairs, want.pairs)
+		}
+		if d := st.End - st.Start; d < want.dur || d > want.dur+time.Microsecond {
+			t.Errorf("step %d took %v, want %v", i, d, want.dur)
+		}
 	}
 }

@@ -67,3 +67,32 @@ func TestFrontEndValidate(t *testing.T) {
 		t.Error("a negative chunk cost was accepted")
 	}
 }
+
+// TestFrontEndOutputBackPressure: ten sequences decode in 1 ms steps but
+// their ten chunks take the output worker 10 ms a step. Delivery overlaps
+// only the next step, so a step starts once the step before the last is
+// written out: the engine runs at the worker's pace, each step's chunks
+// out 19 ms after it ends, instead of stepping on while ever more chunks
+// queue.
+func TestFrontEndOutputBackPressure(t *testing.T) {
+	e := mustEngine(t, EngineConfig{FrontEnd: FrontEnd{ChunkUs: 1000}}, fixedCost(ms, 1<<20))
+	for id := range uint64(10) {
+		if err := e.Submit(Request{ID: id, PromptTokens: 1, MaxTokens: 6}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, steps := runAll(t, e)
+	if len(steps) != 6 {
+		t.Fatalf("%d steps, want 6", len(steps))
+	}
+	// Steps 0–1 and 1–2 (delivered 11 and 21); then step n starts when
+	// step n−2 is delivered: 11–12 (31), 21–22 (41), 31–32 (51), 41–42 (61).
+	starts := []time.Duration{0, 1 * ms, 11 * ms, 21 * ms, 31 * ms, 41 * ms}
+	for i, st := range steps {
+		want := StepResult{Start: starts[i], End: starts[i] + ms, Delivered: time.Duration(11+10*i) * ms}
+		if st.Start != want.Start || st.End != want.End || st.Delivered != want.Delivered {
+			t.Errorf("step %d: %v–%v delivered %v, want %v–%v delivered %v",
+				i, st.Start, st.End, st.Delivered, want.Start, want.End, want.Delivered)
+		}
+	}
+}

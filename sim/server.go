@@ -67,6 +67,9 @@ type Config struct {
 	onWake func(late time.Duration)
 	// onStep, when set, is told each step's duration (engine time).
 	onStep func(d time.Duration)
+	// onArrival, when set, is told each request's arrival (engine time)
+	// as the loop hands it to the engine.
+	onArrival func(arrival time.Duration)
 }
 
 // Defaults of the preset.
@@ -458,6 +461,10 @@ func (s *Server) loop(ctx context.Context) {
 	timer := pace.NewTimer()
 	defer timer.Close()
 	var rate tokenRate
+	// delivered is the engine time the loop has reached: the last step's
+	// chunks went out then, which can be after the engine's clock (the
+	// end of that step) when the front end writes chunks out.
+	var delivered time.Duration
 	for {
 		if s.eng.Idle() {
 			s.met.idle()
@@ -468,7 +475,7 @@ func (s *Server) loop(ctx context.Context) {
 			}
 			s.eng.AdvanceTo(time.Since(s.base))
 		}
-		s.drain(streams)
+		s.drain(streams, max(s.eng.Now(), delivered))
 		res, ok := s.eng.Step()
 		if !ok {
 			continue
@@ -478,6 +485,7 @@ func (s *Server) loop(ctx context.Context) {
 		if !sleepUntil(ctx, timer, s.base.Add(res.Delivered)) {
 			return
 		}
+		delivered = res.Delivered
 		if s.cfg.onWake != nil {
 			s.cfg.onWake(time.Since(s.base.Add(res.Delivered)))
 		}
@@ -543,14 +551,18 @@ func sleepUntil(ctx context.Context, timer *pace.Timer, t time.Time) bool {
 	return ctx.Err() == nil
 }
 
-// drain moves new streams into the engine and applies cancellations.
-func (s *Server) drain(streams map[uint64]*stream) {
+// drain moves new streams into the engine, arrived at now, and applies
+// cancellations.
+func (s *Server) drain(streams map[uint64]*stream, now time.Duration) {
 	s.mu.Lock()
 	inbox, cancels := s.inbox, s.cancels
 	s.inbox, s.cancels = nil, nil
 	s.mu.Unlock()
 	for _, st := range inbox {
-		st.req.Arrival = s.eng.Now()
+		st.req.Arrival = now
+		if s.cfg.onArrival != nil {
+			s.cfg.onArrival(now)
+		}
 		if err := s.eng.Submit(st.req); err != nil {
 			// Handlers check lengths first; this is a bug guard.
 			s.endStream(st)

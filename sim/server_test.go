@@ -718,3 +718,31 @@ func TestServerFrontEnd(t *testing.T) {
 		t.Errorf("first token at %v, last at %v: want no earlier than 62 ms and 102 ms", at[0], at[2])
 	}
 }
+
+// TestServerArrivalNotBackdated: behind a front end that writes each
+// chunk out in 20 ms after 2 ms steps, the engine's clock runs tens of
+// milliseconds behind the loop, which sleeps until each step's delivery.
+// A request sent while a stream is under way is stamped no earlier than
+// it was sent (the engine-clock stamp was 18–38 ms early).
+func TestServerArrivalNotBackdated(t *testing.T) {
+	arrivals := make(chan time.Duration, 2)
+	s, hs := testServer(t, func(c *Config) {
+		c.Engine.FrontEnd = FrontEnd{ChunkUs: 20_000}
+		c.onArrival = func(a time.Duration) { arrivals <- a }
+	})
+	resp := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a b c","max_tokens":30,"stream":true}`)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for n := 0; n < 4 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: {") {
+			n++
+		}
+	}
+	<-arrivals
+	sent := time.Since(s.base)
+	b := post(t, t.Context(), hs.URL+"/v1/completions", `{"prompt":"a b c","max_tokens":1}`)
+	b.Body.Close()
+	if got := <-arrivals; got < sent-time.Millisecond {
+		t.Errorf("request sent at %v (server clock) stamped as arriving at %v", sent, got)
+	}
+}
