@@ -117,9 +117,10 @@ func TestEmbeddingCostVirtual(t *testing.T) {
 		t.Errorf("2 × %d tokens took %v, want two chunked steps, %v", budget, big, wantBig)
 	}
 	// Prefill is compute-bound: batched, the two cost their summed
-	// tokens' compute in one step, and both answers come at its end.
+	// tokens' compute in one step (each attending over its own 2,048
+	// tokens), and both answers come at its end.
 	two := run(EmbedRequest(1, four), EmbedRequest(2, four))
-	together := cost.StepTime(Step{PrefillTokens: 4096, PrefillContextTokens: 4096})
+	together := cost.StepTime(Step{PrefillTokens: 4096, PrefillContextTokens: 4096, PrefillAttentionPairs: 2 * chunkPairs(2048, 0)})
 	if len(two) != 2 || two[0] != together || two[1] != together {
 		t.Errorf("two requests together ended at %v, want both at the end of one step of 4096 tokens, %v", two, together)
 	}
