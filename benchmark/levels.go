@@ -80,4 +80,5 @@ func (r *run) finish(s *metrics.Summary) {
 	s.Knee = metrics.FindKnee(s.Levels)
 	s.Context = metrics.FindContextEffect(s.Levels)
 	s.Profile = r.p.Profile
+	s.MediaCost = r.mediaCost
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/load"
@@ -66,29 +68,29 @@ func (r *run) checkMedia() error {
 	return nil
 }
 
+// mediaPairs is how many requests with media, and text-only ones, measure
+// what the media add to TTFT at idle (metrics.MediaCost).
+const mediaPairs = 3
+
 // twin measures, once a run, what the server's prompt count adds to a
 // request's text, so that the tokens of the media are the prompt's less
 // the text's as the server counts it: a text-only twin of a request (its
 // text, no media, one output token) is sent before the first level with
 // media, and the server's prompt tokens for it less the text's requested
 // count are its template's. The twin is a warm-up variant, so no level's
-// request finds its text in the server's cache.
+// request finds its text in the server's cache. Then mediaCost measures
+// what the media add to TTFT.
 func (r *run) twin(ctx context.Context, runner *load.Runner, src load.Source) {
 	if r.twinDone {
 		return
 	}
-	req, inTok := load.Warmups(src, 0).Request(1 << 20)
+	warm := load.Warmups(src, 0)
+	req, inTok := warm.Request(1 << 20)
 	if len(req.Media) == 0 {
 		return
 	}
 	r.twinDone = true
-	t := *req
-	t.Media, t.MaxTokens = nil, 1
-	if _, ok := t.Extra["min_tokens"]; ok { // it may not pass max_tokens
-		t.Extra = maps.Clone(t.Extra)
-		delete(t.Extra, "min_tokens")
-	}
-	resp := runner.Client.Do(ctx, &t)
+	resp := runner.Client.Do(ctx, textOnly(req))
 	if resp.Failed() || resp.Usage == nil || resp.Usage.PromptTokens <= 0 || inTok <= 0 {
 		why := "it reported no prompt tokens"
 		if resp.Failed() {
@@ -96,10 +98,109 @@ func (r *run) twin(ctx context.Context, runner *load.Runner, src load.Source) {
 		}
 		r.notice("media: the text-only twin request told nothing (%s); media tokens are the prompt's less the text's requested count, the template's tokens included", why)
 		runner.MediaText = load.MediaText{Source: metrics.TextRequested}
-		return
+	} else {
+		runner.MediaText = load.MediaText{TemplateTokens: resp.Usage.PromptTokens - inTok, Source: metrics.TextTwin}
 	}
-	runner.MediaText = load.MediaText{TemplateTokens: resp.Usage.PromptTokens - inTok, Source: metrics.TextTwin}
+	r.mediaCost = r.measureMediaCost(ctx, runner, warm, 1<<20+1)
 }
+
+// textOnly is req for one output token, without its media.
+func textOnly(req *api.Request) *api.Request {
+	t := oneToken(req)
+	t.Media = nil
+	return t
+}
+
+// oneToken is req asking for one output token.
+func oneToken(req *api.Request) *api.Request {
+	t := *req
+	t.MaxTokens = 1
+	if _, ok := t.Extra["min_tokens"]; ok { // it may not pass max_tokens
+		t.Extra = maps.Clone(t.Extra)
+		delete(t.Extra, "min_tokens")
+	}
+	return &t
+}
+
+// measureMediaCost sends mediaPairs requests with media and as many
+// text-only ones, the warm-up variants from first on (each text-only one
+// another variant's text, so that no prefix cache serves it from a
+// request with media), alternating which of a pair goes first, one at a
+// time: what the media add to TTFT at idle, and to the server's prompt
+// time where it reports one. Nil when no pair completed.
+func (r *run) measureMediaCost(ctx context.Context, runner *load.Runner, warm load.Source, first int) *metrics.MediaCost {
+	var ttft, server [2][]float64 // [0] with media, [1] text only
+	var tokens []float64
+	c := &metrics.MediaCost{}
+	for k := range mediaPairs {
+		withMedia, inTok := warm.Request(first + k)
+		text, _ := warm.Request(first + mediaPairs + k)
+		if k == 0 {
+			for _, m := range withMedia.Media {
+				switch m.Kind {
+				case api.KindImage:
+					c.ImagesPerRequest++
+					if c.ImageSize == "" || c.ImageSize == fmt.Sprintf("%dx%d", m.Width, m.Height) {
+						c.ImageSize = fmt.Sprintf("%dx%d", m.Width, m.Height)
+					} else {
+						c.ImageSize = "mixed"
+					}
+				case api.KindAudio:
+					c.AudioSPerRequest += m.Seconds
+				}
+			}
+		}
+		reqs := [2]*api.Request{oneToken(withMedia), textOnly(text)}
+		for j := range 2 {
+			i := (j + k) % 2 // alternate which goes first
+			if ctx.Err() != nil {
+				return nil
+			}
+			resp := runner.Client.Do(ctx, reqs[i])
+			if resp.Failed() || len(resp.Chunks) == 0 {
+				continue
+			}
+			ttft[i] = append(ttft[i], ms(resp.Chunks[0].At.Sub(resp.Start)))
+			if s := resp.Server; s != nil && s.PromptMs > 0 {
+				server[i] = append(server[i], s.PromptMs)
+			}
+			if u := resp.Usage; i == 0 && u != nil && u.PromptTokens > 0 {
+				tokens = append(tokens, float64(u.PromptTokens-inTok-runner.MediaText.TemplateTokens))
+			}
+		}
+	}
+	if len(ttft[0]) == 0 || len(ttft[1]) == 0 {
+		r.notice("media: no request with media and text-only one both completed at idle; what the media add to TTFT is unknown")
+		return nil
+	}
+	if c.ImageSize == "mixed" {
+		c.ImageSize = ""
+	}
+	c.Pairs = min(len(ttft[0]), len(ttft[1]))
+	c.TTFTMediaMs, c.TTFTTextMs = medianOf(ttft[0]), medianOf(ttft[1])
+	c.TTFTCostMs = c.TTFTMediaMs - c.TTFTTextMs
+	if len(server[0]) > 0 && len(server[1]) > 0 {
+		c.ServerMediaMs, c.ServerTextMs = medianOf(server[0]), medianOf(server[1])
+		c.ServerCostMs = c.ServerMediaMs - c.ServerTextMs
+	}
+	if len(tokens) > 0 {
+		c.Tokens = medianOf(tokens)
+	}
+	switch {
+	case c.ImagesPerRequest > 0 && c.AudioSPerRequest == 0:
+		c.TTFTCostImageMs = c.TTFTCostMs / c.ImagesPerRequest
+		if c.ServerMediaMs > 0 {
+			c.ServerCostImageMs = c.ServerCostMs / c.ImagesPerRequest
+		}
+	case c.ImagesPerRequest == 0 && c.AudioSPerRequest > 0:
+		c.TTFTCostAudioMs = c.TTFTCostMs / c.AudioSPerRequest
+	}
+	return c
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func medianOf(v []float64) float64 { return metrics.Percentile(slices.Sorted(slices.Values(v)), 50) }
 
 // mediaMeta is run.json's like-for-like account of the synthetic media
 // (compare refuses to set runs with other media side by side unnoticed):

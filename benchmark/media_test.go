@@ -10,9 +10,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/media"
 	"github.com/tokbench/tokbench/metrics"
+	"github.com/tokbench/tokbench/report"
 	"github.com/tokbench/tokbench/sim"
 	"github.com/tokbench/tokbench/workload"
 )
@@ -125,9 +129,10 @@ func TestMediaTokensPerImage(t *testing.T) {
 	}
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	// The level's 6, and the twin (no image).
-	if vs.requests != 7 || len(vs.sizes) != 12 {
-		t.Errorf("the server saw %d requests and %d images, want 7 and 12", vs.requests, len(vs.sizes))
+	// The level's 6, the twin (no image), and three of each measuring
+	// what the images add to TTFT.
+	if vs.requests != 13 || len(vs.sizes) != 18 {
+		t.Errorf("the server saw %d requests and %d images, want 13 and 18", vs.requests, len(vs.sizes))
 	}
 	for _, s := range vs.sizes {
 		if s != "320x200 image/jpeg" {
@@ -159,6 +164,11 @@ func TestMediaAgainstSimulator(t *testing.T) {
 			t.Fatalf("%s: media %+v, want %d tokens an image", size, lv.Media, sim.ImageTokens(w, h))
 		}
 		ttft[size] = lv.TTFT.P50
+		// At idle, an image costs its encoder's time at least.
+		one := sim.EncoderTime(sim.ImageEncoderFLOPs(w, h), sim.DefaultHardware, 1)
+		if c := res.Summary.MediaCost; c == nil || c.TTFTCostImageMs < float64(one)/float64(time.Millisecond) {
+			t.Errorf("%s: media cost at idle %+v, want at least the encoder's %v an image", size, c, one)
+		}
 	}
 	// The simulator's physics: the larger image's encoder and prefill
 	// take longer than the smaller's by at least the encoder's difference.
@@ -208,5 +218,107 @@ func TestAudioAgainstSimulator(t *testing.T) {
 	m := res.Summary.Levels[0].Media
 	if m == nil || m.TextSource != metrics.TextTwin || m.AudioS != 8 || m.TokensPerSec != float64(sim.AudioTokens(4))/4 || m.TokensPerImg != 0 {
 		t.Fatalf("media %+v, want 8 s of sound at %g tokens a second", m, float64(sim.AudioTokens(4))/4)
+	}
+}
+
+// slowVision is a scripted llama.cpp /completion server that knows what an
+// image costs: its first token comes base after the request, and perImage
+// later for each image, and its timings say prompt_ms 10.5 and 20.25 an
+// image; it counts the prompt as the text's words, 5 and 300 an image.
+type slowVision struct {
+	base, perImage time.Duration
+	mu             sync.Mutex
+	withImages     int // requests with images
+	textOnly       int
+}
+
+func (v *slowVision) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/completion" {
+		http.NotFound(w, r)
+		return
+	}
+	var body struct {
+		Prompt json.RawMessage `json:"prompt"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var text string
+	var obj struct {
+		PromptString   string   `json:"prompt_string"`
+		MultimodalData []string `json:"multimodal_data"`
+	}
+	if json.Unmarshal(body.Prompt, &text) != nil {
+		if err := json.Unmarshal(body.Prompt, &obj); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		text = strings.ReplaceAll(obj.PromptString, api.LlamaCppMediaMarker, "")
+	}
+	images := len(obj.MultimodalData)
+	v.mu.Lock()
+	if images > 0 {
+		v.withImages++
+	} else {
+		v.textOnly++
+	}
+	v.mu.Unlock()
+	time.Sleep(v.base + time.Duration(images)*v.perImage)
+	prompt := len(strings.Fields(text)) + 5 + 300*images
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprint(w, "data: {\"content\":\" a\",\"stop\":false}\n\n")
+	fmt.Fprintf(w, "data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"limit\",\"tokens_predicted\":1,\"tokens_evaluated\":%d,"+
+		"\"timings\":{\"prompt_n\":%d,\"prompt_ms\":%g,\"predicted_n\":1,\"predicted_ms\":0.5}}\n\n", prompt, prompt, 10.5+20.25*float64(images))
+}
+
+// TestMediaCostAtIdle: before the level, three requests with two images
+// and three without, one at a time, measure what the images add: the
+// server's prompt time exactly (it says 20.25 ms an image), TTFT by the
+// scripted 25 ms an image (judged when the machine let the test run), and
+// the tokens the server counted (300 an image); summary.json, the table's
+// notes and the report carry it.
+func TestMediaCostAtIdle(t *testing.T) {
+	vs := &slowVision{base: 15 * time.Millisecond, perImage: 25 * time.Millisecond}
+	srv := httptest.NewServer(vs)
+	defer srv.Close()
+	p := testPlan(t, srv.URL, LevelSpec{Concurrency: []int{1}, Requests: 2})
+	p.API = "llamacpp"
+	p.Workload.Media = workload.MediaSpec{Images: 2, Width: 64, Height: 48, Format: "png"}
+	watch := busy.Start()
+	res, err := Run(context.Background(), p, Hooks{})
+	lag := watch.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Summary.MediaCost
+	if c == nil {
+		t.Fatalf("no media cost; warnings %q", res.Summary.Warnings)
+	}
+	if c.Pairs != 3 || c.ImagesPerRequest != 2 || c.ImageSize != "64x48" || c.Tokens != 600 {
+		t.Errorf("media cost %+v; want 3 pairs of 2 images of 64x48, 600 tokens", *c)
+	}
+	if c.ServerMediaMs != 51 || c.ServerTextMs != 10.5 || c.ServerCostMs != 40.5 || c.ServerCostImageMs != 20.25 {
+		t.Errorf("server prompt time %.3f with images, %.3f without, cost %.3f (%.3f an image); want 51, 10.5, 40.5, 20.25",
+			c.ServerMediaMs, c.ServerTextMs, c.ServerCostMs, c.ServerCostImageMs)
+	}
+	if lag.Judge(t, "TTFT at idle") {
+		if d := c.TTFTCostImageMs - 25; d < -2 || d > 2+lag.P99Ms {
+			t.Errorf("TTFT %.2f ms with images, %.2f without: %.2f ms an image, want 25 (lag %v)", c.TTFTMediaMs, c.TTFTTextMs, c.TTFTCostImageMs, lag)
+		}
+	}
+	vs.mu.Lock()
+	with, text := vs.withImages, vs.textOnly
+	vs.mu.Unlock()
+	// The level's 2 and the 3 measuring; the twin and the 3 measuring.
+	if with != 5 || text != 4 {
+		t.Errorf("the server saw %d requests with images and %d without, want 5 and 4", with, text)
+	}
+	var out strings.Builder
+	if err := report.Table(&out, res.Summary); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("media at idle: TTFT %.1f ms with them", c.TTFTMediaMs); !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "(20.2 ms an image)") {
+		t.Errorf("the table does not carry the cost (%q):\n%s", want, out.String())
 	}
 }

@@ -100,6 +100,7 @@ type run struct {
 	http          *http.Client
 	transport     *wire.Transport
 	twinDone      bool // the text-only twin of a request with media was sent
+	mediaCost     *metrics.MediaCost
 }
 
 func (r *run) notice(format string, args ...any) {

@@ -133,6 +133,9 @@ func (st *MediaStats) Note() string {
 	var what []string
 	if st.Images > 0 {
 		img := fmt.Sprintf("%.3g images a request", st.ImagesPerReq)
+		if st.ImagesPerReq == 1 {
+			img = "1 image a request"
+		}
 		if st.ImageSize != "" {
 			img += " of " + st.ImageSize
 		}
@@ -174,4 +177,52 @@ func humanBytes(b float64) string {
 		return fmt.Sprintf("%.1f kB", b/1e3)
 	}
 	return fmt.Sprintf("%.0f B", b)
+}
+
+// MediaCost is what a request's media add to its TTFT on an idle server,
+// measured before the first level with media by Pairs requests with media
+// and as many text-only requests of the same text length (other texts, so
+// no prefix cache serves one from the other), one at a time, each for one
+// output token. The figures are medians; the costs are the media's medians
+// less the text's. Server* are the server's own prompt times for the same
+// requests (llama.cpp's prompt_ms, Ollama's prompt_eval_duration), where
+// it reports them for both: its share of the cost — encoding the media and
+// prefilling their tokens — without the network's and the client's.
+type MediaCost struct {
+	Pairs            int     `json:"pairs"`
+	ImagesPerRequest float64 `json:"images_per_request,omitempty"`
+	ImageSize        string  `json:"image_size,omitempty"`
+	AudioSPerRequest float64 `json:"audio_s_per_request,omitempty"`
+	// Tokens are the media's prompt tokens a request as the server counted
+	// them (0 when it reported none).
+	Tokens          float64 `json:"tokens,omitempty"`
+	TTFTMediaMs     float64 `json:"ttft_media_ms"`
+	TTFTTextMs      float64 `json:"ttft_text_ms"`
+	TTFTCostMs      float64 `json:"ttft_cost_ms"`
+	TTFTCostImageMs float64 `json:"ttft_cost_per_image_ms,omitempty"`
+	TTFTCostAudioMs float64 `json:"ttft_cost_per_audio_s_ms,omitempty"`
+	ServerMediaMs   float64 `json:"server_prompt_media_ms,omitempty"`
+	ServerTextMs    float64 `json:"server_prompt_text_ms,omitempty"`
+	ServerCostMs    float64 `json:"server_cost_ms,omitempty"`
+	// ServerCostImageMs is ServerCostMs an image (requests with images
+	// only).
+	ServerCostImageMs float64 `json:"server_cost_per_image_ms,omitempty"`
+}
+
+// Note is the cost in one line, for a level's notes.
+func (c *MediaCost) Note() string {
+	s := fmt.Sprintf("media at idle: TTFT %.1f ms with them, %.1f ms without (median of %d each): +%.1f ms", c.TTFTMediaMs, c.TTFTTextMs, c.Pairs, c.TTFTCostMs)
+	switch {
+	case c.TTFTCostImageMs != 0:
+		s += fmt.Sprintf(", %.1f ms an image", c.TTFTCostImageMs)
+	case c.TTFTCostAudioMs != 0:
+		s += fmt.Sprintf(", %.1f ms a second of sound", c.TTFTCostAudioMs)
+	}
+	if c.ServerMediaMs > 0 {
+		s += fmt.Sprintf("; the server's prompt time +%.1f ms", c.ServerCostMs)
+		if c.ServerCostImageMs != 0 {
+			s += fmt.Sprintf(" (%.1f ms an image)", c.ServerCostImageMs)
+		}
+	}
+	return s
 }

@@ -274,9 +274,11 @@ type Summary struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	Knee     *Knee     `json:"knee,omitempty"`
 	// Context is a context-length sweep's effect at one load.
-	Context  *ContextEffect `json:"context_effect,omitempty"`
-	Profile  string         `json:"profile,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Context *ContextEffect `json:"context_effect,omitempty"`
+	// MediaCost is what a request's media add to TTFT at idle.
+	MediaCost *MediaCost `json:"media_cost,omitempty"`
+	Profile   string     `json:"profile,omitempty"`
+	Warnings  []string   `json:"warnings,omitempty"`
 }
 
 // Target is what was measured. URL never carries credentials.

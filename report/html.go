@@ -161,6 +161,9 @@ func WriteHTML(w io.Writer, p Page) error {
 	if s.Context != nil {
 		d.Statements = append(d.Statements, "Context: "+s.Context.Statement)
 	}
+	if s.MediaCost != nil {
+		d.Statements = append(d.Statements, s.MediaCost.Note())
+	}
 	d.Uses = useRows(s.Levels)
 	d.Meta = metaRows(p.Run, s)
 	for _, lv := range s.Levels {

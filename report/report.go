@@ -163,6 +163,9 @@ func tableNotes(s metrics.Summary) []string {
 	if s.Context != nil {
 		notes = append(notes, s.Context.Statement)
 	}
+	if s.MediaCost != nil {
+		notes = append(notes, s.MediaCost.Note())
+	}
 	source, doubt := "", ""
 	for _, lv := range s.Levels {
 		if ph := lv.Physics; ph != nil && lv.DecodeTPS.Count > 0 {
