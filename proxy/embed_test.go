@@ -313,3 +313,47 @@ func TestProxyEmbeddingsRequestBodies(t *testing.T) {
 		t.Errorf("%d bytes of request bodies still held", n)
 	}
 }
+
+// TestProxyMixedTraffic: completions and embeddings through one proxy
+// make one live level in which they stay apart as bench keeps them: the
+// TTFT and output figures are the completions' alone, the embeddings
+// block (and each window's) the embeddings', the requests both.
+func TestProxyMixedTraffic(t *testing.T) {
+	up := newEmbedUpstream(t, time.Millisecond, time.Millisecond, 16)
+	chat := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			up.Config.Handler.ServeHTTP(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","choices":[{"message":{"content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`)
+	}))
+	defer chat.Close()
+	_, base, records := startProxy(t, chat.URL, nil)
+	for range 3 {
+		if st, got := post(t, base, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`); st != 200 {
+			t.Fatalf("chat: %d %s", st, got)
+		}
+		if st, got := post(t, base, "/v1/embeddings", `{"model":"e","input":["a b","c d e"]}`); st != 200 {
+			t.Fatalf("embeddings: %d %s", st, got)
+		}
+	}
+	rec := NewRecorder(nil, time.Minute, nil)
+	for _, r := range records() {
+		rec.Add(r)
+	}
+	s, err := rec.Close(metrics.Target{API: "proxy"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := s.Levels[0]
+	e := lv.Embeddings
+	if lv.Requests.Completed != 6 || lv.TTFT.Count != 3 || lv.OutputTokens != 21 || e == nil || e.Inputs != 6 || e.Tokens != 3*7 ||
+		e.Latency.Count != 3 || e.TokenSource != metrics.EmbedSourceUsage {
+		t.Fatalf("level: %d completed, %d TTFTs, %d output tokens; embeddings %+v", lv.Requests.Completed, lv.TTFT.Count, lv.OutputTokens, e)
+	}
+	if len(lv.Windows) != 1 || lv.Windows[0].Embeddings == nil || lv.Windows[0].Embeddings.Inputs != 6 || lv.Windows[0].TTFT.Count != 3 {
+		t.Errorf("windows %+v", lv.Windows)
+	}
+}
