@@ -18,6 +18,10 @@ const (
 	EmbedOpenAI = "openai-embeddings" // POST {base}/embeddings (OpenAI, vLLM, SGLang, llama.cpp)
 	EmbedOllama = "ollama-embed"      // POST /api/embed (Ollama)
 	EmbedTEI    = "tei-embed"         // POST /embed (Hugging Face text-embeddings-inference)
+	// EmbedOllamaLegacy is Ollama's older POST /api/embeddings: one
+	// "prompt" a request, one "embedding" in the answer, no token count.
+	// tokbench proxy reads it; bench does not send it.
+	EmbedOllamaLegacy = "ollama-embeddings"
 )
 
 // IsEmbeddings reports whether a is an embeddings protocol: its requests
@@ -56,8 +60,9 @@ type Embedding struct {
 // of the document) is cut and the request fails.
 const MaxEmbeddingBytes = 1 << 20
 
-// maxEmbeddingAnswer is the most of an answer for inputs read, 1 GiB at most.
-func maxEmbeddingAnswer(inputs int) int64 {
+// MaxEmbeddingAnswer is the most of an embeddings answer for inputs that
+// is read (MaxEmbeddingBytes per input, 64 KiB more), 1 GiB at most.
+func MaxEmbeddingAnswer(inputs int) int64 {
 	return min(int64(max(inputs, 1))*MaxEmbeddingBytes+64<<10, 1<<30)
 }
 
@@ -73,6 +78,8 @@ func (e Embeddings) Endpoint(base string) (string, error) {
 		return NativeURL(base, "/api/embed")
 	case EmbedTEI:
 		return NativeURL(base, "/embed")
+	case EmbedOllamaLegacy:
+		return NativeURL(base, "/api/embeddings")
 	}
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -105,6 +112,11 @@ func (e Embeddings) NewHTTPRequest(ctx context.Context, base string, req *Reques
 		body = map[string]any{"inputs": req.Inputs}
 	case EmbedOllama:
 		body = map[string]any{"model": req.Model, "input": req.Inputs}
+	case EmbedOllamaLegacy:
+		if len(req.Inputs) != 1 {
+			return nil, fmt.Errorf("%s embeds one prompt a request, not %d", e.API, len(req.Inputs))
+		}
+		body = map[string]any{"model": req.Model, "prompt": req.Inputs[0]}
 	default:
 		body = map[string]any{"model": req.Model, "input": req.Inputs, "encoding_format": "float"}
 	}
@@ -112,19 +124,41 @@ func (e Embeddings) NewHTTPRequest(ctx context.Context, base string, req *Reques
 }
 
 // Decode implements Adapter: it reads the whole answer (at most
-// maxEmbeddingAnswer of its inputs) and then its vectors.
+// MaxEmbeddingAnswer of its inputs) and then its vectors.
 func (e Embeddings) Decode(body io.Reader, resp *Response) {
-	resp.Embedding = &Embedding{}
-	limit := maxEmbeddingAnswer(resp.inputs)
+	limit := MaxEmbeddingAnswer(resp.inputs)
 	buf, err := io.ReadAll(io.LimitReader(body, limit+1))
-	resp.Embedding.Bytes = int64(len(buf))
-	if err != nil {
-		resp.fail(classifyRead(err), "%v", err)
+	if err == nil && int64(len(buf)) > limit {
+		err = &ClassError{Class: ClassEventTooLarge, Msg: fmt.Sprintf("the embeddings answer is larger than %d bytes (%d inputs, %d MiB each at most): cut",
+			limit, max(resp.inputs, 1), MaxEmbeddingBytes>>20)}
+	}
+	e.decode(buf, int64(len(buf)), err, resp)
+}
+
+// DecodeEmbedding reads an embeddings answer of a's protocol that was
+// read whole, for a request of inputs inputs (0: not known), into resp:
+// body is the answer, size the bytes it had (more than body when the
+// reader kept only part of it), end how reading it ended (nil or io.EOF:
+// at its end; a *ClassError names its class), as Decode does. a is an
+// Embeddings adapter (see IsEmbeddings).
+func DecodeEmbedding(a Adapter, body []byte, size int64, end error, inputs int, resp *Response) {
+	e, ok := a.(Embeddings)
+	if !ok {
+		resp.fail(ClassMalformedStream, "%s answers are not embeddings", a.Name())
 		return
 	}
-	if int64(len(buf)) > limit {
-		resp.fail(ClassEventTooLarge, "the embeddings answer is larger than %d bytes (%d inputs, %d MiB each at most): cut",
-			limit, max(resp.inputs, 1), MaxEmbeddingBytes>>20)
+	resp.inputs = inputs
+	if errors.Is(end, io.EOF) {
+		end = nil
+	}
+	e.decode(body, size, end, resp)
+}
+
+// decode reads buf, an answer of size bytes whose read ended with err.
+func (e Embeddings) decode(buf []byte, size int64, err error, resp *Response) {
+	resp.Embedding = &Embedding{Bytes: size}
+	if err != nil {
+		resp.fail(classifyRead(err), "%v", err)
 		return
 	}
 	var p fastjson.Parser // not the pool's: an answer may be large
@@ -144,6 +178,12 @@ func (e Embeddings) Decode(body io.Reader, resp *Response) {
 	case EmbedOllama:
 		vecs, err = arrayAt(v, "embeddings")
 		resp.Embedding.PromptTokens = v.GetInt("prompt_eval_count")
+	case EmbedOllamaLegacy:
+		if vec := v.Get("embedding"); vec != nil {
+			vecs = []*fastjson.Value{vec}
+		} else {
+			err = errors.New(`no "embedding" member`)
+		}
 	default:
 		var data []*fastjson.Value
 		data, err = arrayAt(v, "data")
@@ -207,4 +247,77 @@ func dims(vec *fastjson.Value) (int, error) {
 		return n / 4, nil
 	}
 	return 0, fmt.Errorf("a vector is %s, not an array", vec.Type())
+}
+
+// inputsKey is the member of a request body that holds its inputs.
+func (e Embeddings) inputsKey() string {
+	switch e.API {
+	case EmbedTEI:
+		return "inputs"
+	case EmbedOllamaLegacy:
+		return "prompt"
+	}
+	return "input"
+}
+
+// embedInputs are the inputs of v, a request's inputs member: a string is
+// one input; an array of strings one each; an array of numbers (OpenAI's
+// token ids) one; an array of arrays (of token ids) one each. Ollama's
+// older endpoint takes one prompt.
+func embedInputs(e Embeddings, v *fastjson.Value) []*fastjson.Value {
+	if v == nil {
+		return nil
+	}
+	switch v.Type() {
+	case fastjson.TypeString:
+		return []*fastjson.Value{v}
+	case fastjson.TypeArray:
+		if e.API == EmbedOllamaLegacy {
+			return nil
+		}
+		a, _ := v.Array()
+		if len(a) > 0 && a[0].Type() == fastjson.TypeNumber {
+			return []*fastjson.Value{v}
+		}
+		return a
+	}
+	return nil
+}
+
+// EmbedInputs reads an embeddings request's body of a's protocol (see
+// IsEmbeddings) as its server does and counts its inputs' tokens: a text
+// input is count of its text (none with count nil), an input of token
+// ids (OpenAI's) the number of ids. inputs is 0 for a body that holds none, or that is not
+// a JSON object.
+func EmbedInputs(a Adapter, body []byte, count func(string) int) (inputs, tokens int) {
+	e, ok := a.(Embeddings)
+	if !ok {
+		return 0, 0
+	}
+	var p fastjson.Parser // not the pool's: a body may be large
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return 0, 0
+	}
+	key := e.inputsKey()
+	var in *fastjson.Value
+	o, _ := v.Object()
+	o.Visit(func(k []byte, v *fastjson.Value) { // the last one wins, as in ReadRequest
+		if string(k) == key || (e.API == EmbedOllama || e.API == EmbedOllamaLegacy) && strings.EqualFold(string(k), key) {
+			in = v
+		}
+	})
+	list := embedInputs(e, in)
+	for _, x := range list {
+		switch x.Type() {
+		case fastjson.TypeString:
+			if count != nil {
+				tokens += count(string(x.GetStringBytes()))
+			}
+		case fastjson.TypeArray:
+			ids, _ := x.Array()
+			tokens += len(ids)
+		}
+	}
+	return len(list), tokens
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,6 +102,13 @@ func TestEmbeddingsBodies(t *testing.T) {
 	if in, _ := body["inputs"].([]any); path != "/embed" || len(in) != 2 || body["model"] != nil {
 		t.Errorf("tei: POST %s %v", path, body)
 	}
+	path, _, body = capture(t, Embeddings{API: EmbedOllamaLegacy}, "", &Request{Model: "bge", Inputs: []string{"a b"}}, nil)
+	if path != "/api/embeddings" || body["prompt"] != "a b" || body["model"] != "bge" {
+		t.Errorf("ollama's older endpoint: POST %s %v", path, body)
+	}
+	if _, err := (Embeddings{API: EmbedOllamaLegacy}).NewHTTPRequest(context.Background(), "http://h", req); err == nil {
+		t.Error("two prompts went to Ollama's older endpoint, which takes one")
+	}
 	if _, err := (Embeddings{API: EmbedOpenAI}).NewHTTPRequest(context.Background(), "http://h", &Request{}); err == nil {
 		t.Error("a request without inputs was built")
 	}
@@ -149,11 +157,66 @@ func TestEmbeddingsAnswerBounded(t *testing.T) {
 	defer srv.Close()
 	cl := &Client{HTTP: srv.Client(), Adapter: Embeddings{API: EmbedTEI}, BaseURL: srv.URL}
 	resp := cl.Do(context.Background(), &Request{Inputs: []string{"a", "b"}})
-	limit := maxEmbeddingAnswer(2)
+	limit := MaxEmbeddingAnswer(2)
 	if resp.ErrorClass != ClassEventTooLarge || !strings.Contains(resp.Error, "larger than") {
 		t.Fatalf("%s: %s, want event_too_large", resp.ErrorClass, resp.Error)
 	}
 	if resp.Embedding.Bytes != limit+1 {
 		t.Errorf("read %d bytes of the answer, want the limit %d and one", resp.Embedding.Bytes, limit)
+	}
+}
+
+// TestEmbedInputs: a request body's inputs and their tokens as its server
+// reads them: text counted, token ids numbered, the last key winning.
+func TestEmbedInputs(t *testing.T) {
+	words := func(s string) int { return len(strings.Fields(s)) }
+	for _, c := range []struct {
+		api, body      string
+		inputs, tokens int
+	}{
+		{EmbedOpenAI, `{"model":"e","input":["one two","three four five"]}`, 2, 5},
+		{EmbedOpenAI, `{"input":"one two three"}`, 1, 3},
+		{EmbedOpenAI, `{"input":[101,102,103,104]}`, 1, 4},
+		{EmbedOpenAI, `{"input":[[101,102],[103]]}`, 2, 3},
+		{EmbedOpenAI, `{"input":"a b c d","input":"a"}`, 1, 1},
+		{EmbedOllama, `{"model":"m","Input":["a b","c"]}`, 2, 3},
+		{EmbedOllamaLegacy, `{"model":"m","prompt":"a b c"}`, 1, 3},
+		{EmbedOllamaLegacy, `{"prompt":["a","b"]}`, 0, 0},
+		{EmbedTEI, `{"inputs":["a b","c d e","f"]}`, 3, 6},
+		{EmbedTEI, `{"input":["a"]}`, 0, 0},
+		{EmbedTEI, `not json`, 0, 0},
+	} {
+		inputs, tokens := EmbedInputs(Embeddings{API: c.api}, []byte(c.body), words)
+		if inputs != c.inputs || tokens != c.tokens {
+			t.Errorf("%s %s: %d inputs of %d tokens, want %d of %d", c.api, c.body, inputs, tokens, c.inputs, c.tokens)
+		}
+	}
+}
+
+// TestDecodeEmbedding: an answer read whole elsewhere (tokbench proxy's)
+// is read as Decode reads it: Ollama's older one vector, its size as
+// given, a read that failed or was cut classed by its error.
+func TestDecodeEmbedding(t *testing.T) {
+	legacy := Embeddings{API: EmbedOllamaLegacy}
+	var resp Response
+	DecodeEmbedding(legacy, []byte(`{"embedding":[0.1,0.2,0.3]}`), 27, io.EOF, 1, &resp)
+	if resp.Failed() || resp.Embedding.Vectors != 1 || resp.Embedding.Dims != 3 || resp.Embedding.Bytes != 27 || resp.Usage != nil {
+		t.Errorf("legacy answer: %+v %+v", resp, resp.Embedding)
+	}
+	resp = Response{}
+	DecodeEmbedding(Embeddings{API: EmbedOpenAI}, []byte(`{"data":[{"embedding":[1]}],"usage":{"prompt_tokens":9}}`), 60, nil, 2, &resp)
+	if resp.ErrorClass != ClassMalformedStream || !strings.Contains(resp.Error, "1 embeddings for 2 inputs") {
+		t.Errorf("a vector short: %s %q", resp.ErrorClass, resp.Error)
+	}
+	resp = Response{}
+	cut := &ClassError{Class: ClassEventTooLarge, Msg: "too large: forwarded"}
+	DecodeEmbedding(Embeddings{API: EmbedTEI}, nil, 5<<20, cut, 1, &resp)
+	if resp.ErrorClass != ClassEventTooLarge || resp.Error != cut.Msg || resp.Embedding.Bytes != 5<<20 {
+		t.Errorf("cut: %s %q %+v", resp.ErrorClass, resp.Error, resp.Embedding)
+	}
+	resp = Response{}
+	DecodeEmbedding(OpenAI{Chat: true}, []byte(`{}`), 2, nil, 1, &resp)
+	if resp.ErrorClass != ClassMalformedStream {
+		t.Errorf("a chat adapter's answer read as embeddings: %s", resp.ErrorClass)
 	}
 }

@@ -15,10 +15,11 @@ import (
 // path, what a request body asks for, and the one chunk and usage of an
 // answer that came as one JSON document.
 
-// routes are the completion endpoints by path, in the order they are
+// routes are the measured endpoints by path, in the order they are
 // tried: OpenAI-style and Anthropic paths by their end (their base may be
 // anything: /v1, /openai/v1), the native ones as the whole path (they sit
-// at the host's root).
+// at the host's root; Ollama's /api/embeddings before OpenAI's
+// …/embeddings, which it ends with).
 var routes = []struct {
 	path  string
 	whole bool
@@ -30,13 +31,20 @@ var routes = []struct {
 	{"/api/chat", true, Ollama{Chat: true}},
 	{"/api/generate", true, Ollama{}},
 	{"/completion", true, LlamaCpp{}},
+	{"/api/embed", true, Embeddings{API: EmbedOllama}},
+	{"/api/embeddings", true, Embeddings{API: EmbedOllamaLegacy}},
+	{"/embed", true, Embeddings{API: EmbedTEI}},
+	{"/embeddings", false, Embeddings{API: EmbedOpenAI}},
 }
 
-// ForPath is the adapter of the completion endpoint a request's method
-// and path name (a trailing slash aside), or nil: POST to
-// …/chat/completions and …/completions (OpenAI), …/messages (Anthropic),
-// /api/chat and /api/generate (Ollama), /completion (llama.cpp). Every
-// adapter it returns reads whole answers (see DecodeWhole).
+// ForPath is the adapter of the endpoint a request's method and path
+// name (a trailing slash aside), or nil: POST to …/chat/completions and
+// …/completions (OpenAI), …/messages (Anthropic), /api/chat and
+// /api/generate (Ollama), /completion (llama.cpp), and the embeddings
+// endpoints …/embeddings (OpenAI), /api/embed and /api/embeddings
+// (Ollama), /embed (TEI). Every completion adapter it returns reads
+// whole answers (see DecodeWhole); an embeddings one (IsEmbeddings) reads
+// them by DecodeEmbedding.
 func ForPath(method, path string) Adapter {
 	if method != "POST" {
 		return nil
@@ -50,10 +58,12 @@ func ForPath(method, path string) Adapter {
 	return nil
 }
 
-// Asked is what a completion request's body asks for.
+// Asked is what a request's body asks for: the model, whether the
+// answer streams, and for an embeddings request the inputs it embeds.
 type Asked struct {
 	Model  string
 	Stream bool
+	Inputs int
 }
 
 // ReadRequest reads a request body of a's protocol as its server does:
@@ -61,8 +71,9 @@ type Asked struct {
 // not to, the others only when asked). A key given twice is read as the
 // servers read it, the last one winning (encoding/json, Python's json and
 // pydantic); for Ollama, whose server is encoding/json's, a key that
-// differs only in case ("Stream") is the same key. ok is false for a body
-// that is not a JSON object.
+// differs only in case ("Stream") is the same key. An embeddings request
+// never streams; its inputs are counted (see EmbedInputs). ok is false
+// for a body that is not a JSON object.
 func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 	// fastjson, not encoding/json: the request waits for this, and a long
 	// prompt's body takes encoding/json half a millisecond (120 KB,
@@ -80,6 +91,8 @@ func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 		return Asked{}, false
 	}
 	_, ollama := a.(Ollama)
+	em, embed := a.(Embeddings)
+	ollama = ollama || embed && (em.API == EmbedOllama || em.API == EmbedOllamaLegacy)
 	is := func(k []byte, name string) bool {
 		if ollama {
 			return bytes.EqualFold(k, []byte(name))
@@ -87,24 +100,37 @@ func ReadRequest(a Adapter, body []byte) (asked Asked, ok bool) {
 		return string(k) == name
 	}
 	// fastjson's Get finds a key's first value; Visit sees every one.
-	var model, stream *fastjson.Value
+	var model, stream, inputs *fastjson.Value
 	o, _ := v.Object()
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		switch {
+		case embed && is(k, em.inputsKey()):
+			inputs = v
 		case is(k, "stream"):
 			stream = v
 		case is(k, "model"):
 			model = v
 		}
 	})
+	if embed {
+		asked.Inputs = len(embedInputs(em, inputs))
+		asked.Model = jsonString(model)
+		return asked, true
+	}
 	asked.Stream = ollama
 	if stream != nil && stream.Type() != fastjson.TypeNull {
 		asked.Stream = stream.Type() == fastjson.TypeTrue
 	}
-	if model != nil && model.Type() == fastjson.TypeString {
-		asked.Model = string(model.GetStringBytes())
-	}
+	asked.Model = jsonString(model)
 	return asked, true
+}
+
+// jsonString is v's string, "" when v is none.
+func jsonString(v *fastjson.Value) string {
+	if v == nil || v.Type() != fastjson.TypeString {
+		return ""
+	}
+	return string(v.GetStringBytes())
 }
 
 // maxPooledParse is the largest body whose parser goes back to parsers.

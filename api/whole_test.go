@@ -10,33 +10,46 @@ import (
 
 // TestReadRequest: the protocol comes from the method and path, the model
 // and whether the answer streams from the body (Ollama streams unless
-// told not to); a body that is not a JSON object is not read.
+// told not to; embeddings never), an embeddings request's inputs
+// counted; a body that is not a JSON object is not read.
 func TestReadRequest(t *testing.T) {
 	for _, c := range []struct {
 		method, path, body string
 		api, model         string // api "": not measured
 		streamed           bool
+		inputs             int
 	}{
-		{"POST", "/v1/chat/completions", `{"model":"m","stream":true}`, "openai-chat", "m", true},
-		{"POST", "/v1/chat/completions/", `{"model":"m"}`, "openai-chat", "m", false},
-		{"POST", "/v1/completions", `{"model":"c","stream":false}`, "openai-completions", "c", false},
-		{"POST", "/v1/messages", `{"model":"claude","stream":true}`, "anthropic", "claude", true},
-		{"POST", "/api/chat", `{"model":"llama3"}`, "ollama-chat", "llama3", true},
-		{"POST", "/api/generate", `{"model":"llama3","stream":null}`, "ollama-generate", "llama3", true},
-		{"POST", "/api/chat", `{"model":"llama3","stream":false}`, "ollama-chat", "llama3", false},
-		{"POST", "/completion", `{"prompt":"hi","stream":true}`, "llamacpp", "", true},
-		{"GET", "/v1/chat/completions", ``, "", "", false},
-		{"POST", "/v1/embeddings", `{"model":"e"}`, "", "", false},
-		{"POST", "/v1/chat/completions", `not json`, "", "", false},
-		{"POST", "/v1/chat/completions", `["an array"]`, "", "", false},
+		{"POST", "/v1/chat/completions", `{"model":"m","stream":true}`, "openai-chat", "m", true, 0},
+		{"POST", "/v1/chat/completions/", `{"model":"m"}`, "openai-chat", "m", false, 0},
+		{"POST", "/v1/completions", `{"model":"c","stream":false}`, "openai-completions", "c", false, 0},
+		{"POST", "/v1/messages", `{"model":"claude","stream":true}`, "anthropic", "claude", true, 0},
+		{"POST", "/api/chat", `{"model":"llama3"}`, "ollama-chat", "llama3", true, 0},
+		{"POST", "/api/generate", `{"model":"llama3","stream":null}`, "ollama-generate", "llama3", true, 0},
+		{"POST", "/api/chat", `{"model":"llama3","stream":false}`, "ollama-chat", "llama3", false, 0},
+		{"POST", "/completion", `{"prompt":"hi","stream":true}`, "llamacpp", "", true, 0},
+		{"GET", "/v1/chat/completions", ``, "", "", false, 0},
+		{"POST", "/v1/embeddings", `{"model":"e"}`, "openai-embeddings", "e", false, 0},
+		{"POST", "/v1/embeddings", `{"model":"e","input":["a","b","c"],"stream":true}`, "openai-embeddings", "e", false, 3},
+		{"POST", "/openai/v1/embeddings", `{"input":"one text"}`, "openai-embeddings", "", false, 1},
+		{"POST", "/v1/embeddings", `{"input":[1,2,3]}`, "openai-embeddings", "", false, 1},
+		{"POST", "/v1/embeddings", `{"input":[[1,2],[3]]}`, "openai-embeddings", "", false, 2},
+		{"POST", "/v1/embeddings", `{"input":["a"],"input":["a","b"]}`, "openai-embeddings", "", false, 2},
+		{"POST", "/api/embed", `{"model":"nomic","input":["a","b"]}`, "ollama-embed", "nomic", false, 2},
+		{"POST", "/api/embed", `{"Input":"a"}`, "ollama-embed", "", false, 1},
+		{"POST", "/api/embeddings", `{"model":"nomic","prompt":"a"}`, "ollama-embeddings", "nomic", false, 1},
+		{"POST", "/embed", `{"inputs":["a","b","c","d"]}`, "tei-embed", "", false, 4},
+		{"POST", "/embed", `{"inputs":"a"}`, "tei-embed", "", false, 1},
+		{"GET", "/v1/embeddings", ``, "", "", false, 0},
+		{"POST", "/v1/chat/completions", `not json`, "", "", false, 0},
+		{"POST", "/v1/chat/completions", `["an array"]`, "", "", false, 0},
 		// A key twice: the last wins, as the servers read it.
-		{"POST", "/v1/chat/completions", `{"model":"a","stream":true,"model":"b","stream":false}`, "openai-chat", "b", false},
-		{"POST", "/v1/chat/completions", `{"stream":false,"model":"m","stream":true}`, "openai-chat", "m", true},
-		{"POST", "/v1/messages", `{"stream":true,"stream":null}`, "anthropic", "", false},
-		{"POST", "/v1/chat/completions", `{"str\u0065am":false,"stream":true,"stre\u0061m":false}`, "openai-chat", "", false},
-		{"POST", "/v1/chat/completions", `{"stream":true,"Stream":false}`, "openai-chat", "", true},
-		{"POST", "/api/chat", `{"stream":true,"Stream":false}`, "ollama-chat", "", false},
-		{"POST", "/api/generate", `{"STREAM":false,"stream":true}`, "ollama-generate", "", true},
+		{"POST", "/v1/chat/completions", `{"model":"a","stream":true,"model":"b","stream":false}`, "openai-chat", "b", false, 0},
+		{"POST", "/v1/chat/completions", `{"stream":false,"model":"m","stream":true}`, "openai-chat", "m", true, 0},
+		{"POST", "/v1/messages", `{"stream":true,"stream":null}`, "anthropic", "", false, 0},
+		{"POST", "/v1/chat/completions", `{"str\u0065am":false,"stream":true,"stre\u0061m":false}`, "openai-chat", "", false, 0},
+		{"POST", "/v1/chat/completions", `{"stream":true,"Stream":false}`, "openai-chat", "", true, 0},
+		{"POST", "/api/chat", `{"stream":true,"Stream":false}`, "ollama-chat", "", false, 0},
+		{"POST", "/api/generate", `{"STREAM":false,"stream":true}`, "ollama-generate", "", true, 0},
 	} {
 		a := ForPath(c.method, c.path)
 		var asked Asked
@@ -47,8 +60,8 @@ func TestReadRequest(t *testing.T) {
 		switch {
 		case c.api == "" && ok:
 			t.Errorf("%s %s %s: read as %s", c.method, c.path, c.body, a.Name())
-		case c.api != "" && (!ok || a.Name() != c.api || asked != Asked{Model: c.model, Stream: c.streamed}):
-			t.Errorf("%s %s %s: %v %+v (ok %v), want %s %q streamed %v", c.method, c.path, c.body, a, asked, ok, c.api, c.model, c.streamed)
+		case c.api != "" && (!ok || a.Name() != c.api || asked != Asked{Model: c.model, Stream: c.streamed, Inputs: c.inputs}):
+			t.Errorf("%s %s %s: %v %+v (ok %v), want %s %q streamed %v, %d inputs", c.method, c.path, c.body, a, asked, ok, c.api, c.model, c.streamed, c.inputs)
 		}
 	}
 }

@@ -216,7 +216,7 @@ func Compare(a, b *Run, opt Options) *Diff {
 			}
 			d.Mismatches = append(d.Mismatches, levelMismatches(la, lb)...)
 			for _, m := range metrics.Registry {
-				if !m.Present(la) && !m.Present(lb) || m.Stream && la.Embeddings != nil && lb.Embeddings != nil {
+				if !m.Present(la) && !m.Present(lb) || m.Stream && noStream(la) && noStream(lb) {
 					continue // neither level has it
 				}
 				for _, stat := range m.Key {
@@ -510,4 +510,11 @@ func loadSet(r *Run) string {
 	}
 	sort.Strings(ls)
 	return fmt.Sprint(ls)
+}
+
+// noStream reports whether lv is an embeddings level with no token
+// stream: one whose stream statistics are empty on purpose, not a mixed
+// one (tokbench proxy's completions and embeddings together).
+func noStream(lv *metrics.Level) bool {
+	return lv.Embeddings != nil && lv.TTFT.Count == 0
 }

@@ -40,3 +40,26 @@ func TestCompareEmbeddings(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareMixed: two live levels of completions and embeddings (the
+// proxy's) compare on both: TTFT as much as the embeddings' latency.
+func TestCompareMixed(t *testing.T) {
+	mixed := func(ttft float64) *Run {
+		r := embedRun(100, 3)
+		load := r.Summary.Levels[0].Load
+		for i := range 40 {
+			at := ttft * (0.9 + 0.005*float64(i))
+			r.Records = append(r.Records, metrics.Record{OK: true, Load: load, TTFTMs: at, E2EMs: at + 100,
+				ChunkMs: []float64{at, at + 100}, ChunkTokens: []int{1, 9}, OutputTokens: 10, TokenSource: metrics.SourceUsage})
+		}
+		r.Summary.Levels[0] = metrics.Summarize(load, r.Records, 4)
+		return r
+	}
+	d := Compare(mixed(40), mixed(80), Options{})
+	if r := findRow(t, d, 0, "ttft_p50"); r.Verdict != Worse || r.Rel < 0.9 || r.Rel > 1.1 {
+		t.Errorf("ttft_p50 = %+v, want worse by about 100%%", r)
+	}
+	if r := findRow(t, d, 0, "embed_latency_p50"); r.Verdict == Worse {
+		t.Errorf("embed_latency_p50 = %+v: the same in both", r)
+	}
+}

@@ -46,6 +46,10 @@ type Exporter struct {
 	e2e      *prometheus.HistogramVec
 	outTok   *prometheus.HistogramVec
 	level    *prometheus.GaugeVec
+	// An embeddings request's figures: it has no token stream.
+	embedLat    *prometheus.HistogramVec
+	embedInputs *prometheus.CounterVec
+	embedTokens *prometheus.CounterVec
 
 	mu       sync.Mutex
 	last     metrics.Load
@@ -79,10 +83,17 @@ func New(inFlight func() float64) *Exporter {
 	e.itl = hist("tokbench_itl_seconds", "Inter-token latency, per token (a chunk of k tokens counts k gaps of its gap / k).", prometheus.ExponentialBuckets(0.0005, 1.5, 24))
 	e.e2e = hist("tokbench_e2e_seconds", "End-to-end latency to the last token of completed requests.", prometheus.ExponentialBuckets(0.05, 2, 14))
 	e.outTok = hist("tokbench_output_tokens", "Output tokens per completed request.", prometheus.ExponentialBuckets(1, 2, 16))
+	e.embedLat = hist("tokbench_embed_latency_seconds", "Latency of completed embeddings requests: t0 to the answer's last byte.", prometheus.ExponentialBuckets(0.002, 2, 14))
+	e.embedInputs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tokbench_embed_inputs_total", Help: "Inputs embedded by completed embeddings requests.",
+	}, labelNames)
+	e.embedTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tokbench_embed_tokens_total", Help: "Tokens embedded by completed embeddings requests (the server's count, else the inputs').",
+	}, labelNames)
 	e.level = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tokbench_level", Help: "1 for the load level running now, labelled by its load.",
 	}, []string{"load"})
-	e.reg.MustRegister(e.requests, e.tokens, e.ttft, e.tps, e.tpot, e.itl, e.e2e, e.outTok, e.level,
+	e.reg.MustRegister(e.requests, e.tokens, e.ttft, e.tps, e.tpot, e.itl, e.e2e, e.outTok, e.level, e.embedLat, e.embedInputs, e.embedTokens,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tokbench_in_flight_requests", Help: "Requests sent and not yet finished.",
 		}, inFlight))
@@ -131,6 +142,13 @@ func (e *Exporter) Observe(r metrics.Record) {
 	}
 	outcome["outcome"] = "ok"
 	e.requests.With(outcome).Inc()
+	if r.EmbedInputs > 0 {
+		// No token stream: no TTFT, decode or output figures to observe.
+		e.embedLat.With(l).Observe(r.DoneMs / 1000)
+		e.embedInputs.With(l).Add(float64(r.EmbedInputs))
+		e.embedTokens.With(l).Add(float64(r.InputTokens))
+		return
+	}
 	e.tokens.With(l).Add(float64(r.OutputTokens))
 	e.outTok.With(l).Observe(float64(r.OutputTokens))
 	e.ttft.With(l).Observe(r.TTFTMs / 1000)

@@ -22,6 +22,8 @@ func TestExporter(t *testing.T) {
 	e.Observe(ok)
 	e.Observe(metrics.Record{ErrorClass: "http_429", HTTPStatus: 429})
 	e.Observe(metrics.Record{ErrorClass: "connect", Model: "other-model"})
+	// An embeddings request: its latency and inputs, no TTFT or tokens out.
+	e.Observe(metrics.Record{OK: true, HTTPStatus: 200, API: "tei-embed", EmbedInputs: 8, InputTokens: 96, DoneMs: 30})
 	e.Level(metrics.Load{Mode: "concurrency", Concurrency: 8})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -52,11 +54,19 @@ func TestExporter(t *testing.T) {
 		`tokbench_output_tokens_bucket{api="openai-chat",model="m",status="200",le="32"} 0`,
 		`tokbench_output_tokens_bucket{api="openai-chat",model="m",status="200",le="64"} 2`,
 		`tokbench_in_flight_requests 3`,
+		`tokbench_requests_total{api="tei-embed",model="m",outcome="ok",status="200"} 1`,
+		`tokbench_embed_latency_seconds_sum{api="tei-embed",model="m",status="200"} 0.03`,
+		`tokbench_embed_latency_seconds_count{api="tei-embed",model="m",status="200"} 1`,
+		`tokbench_embed_inputs_total{api="tei-embed",model="m",status="200"} 8`,
+		`tokbench_embed_tokens_total{api="tei-embed",model="m",status="200"} 96`,
 		`tokbench_level{load="c=8"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	if strings.Contains(text, `tokbench_ttft_seconds_count{api="tei-embed"`) {
+		t.Error("an embeddings request was observed as a TTFT")
 	}
 }
 

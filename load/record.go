@@ -17,10 +17,13 @@ type RecordInfo struct {
 	Prompt                string
 	InputTokensRequested  int
 	OutputTokensRequested int
-	// EmbedInputs are an embeddings request's inputs; ToolsSent the tool
-	// definitions a request carried and ToolTokens their token count.
-	EmbedInputs           int
-	ToolsSent, ToolTokens int
+	// EmbedInputs are an embeddings request's inputs; EmbedTokens their
+	// exact token count where the caller has it (tokbench proxy counts
+	// its clients' inputs), used when the answer gives none. ToolsSent
+	// are the tool definitions a request carried and ToolTokens their
+	// token count.
+	EmbedInputs, EmbedTokens int
+	ToolsSent, ToolTokens    int
 }
 
 // yieldEvery is how long Record counts before it lets other goroutines
@@ -169,6 +172,8 @@ func embedRecord(resp *api.Response, tok tokenize.Tokenizer, info RecordInfo, re
 	switch {
 	case em.PromptTokens > 0:
 		rec.InputTokens, rec.TokenSource = em.PromptTokens, metrics.SourceUsage
+	case info.EmbedTokens > 0:
+		rec.InputTokens = info.EmbedTokens
 	case info.InputTokensRequested > 0:
 		rec.InputTokens = info.InputTokensRequested
 	default:

@@ -113,6 +113,10 @@ type Window struct {
 	E2E          Stats   `json:"e2e_ms"`
 	// TTFTSched is TTFT from the scheduled instant (open loop).
 	TTFTSched *Stats `json:"ttft_from_schedule_ms,omitempty"`
+	// Embeddings are the window's embeddings figures, when requests of
+	// it embedded (TTFT and the other stream figures are the token
+	// streams' alone).
+	Embeddings *Embeddings `json:"embeddings,omitempty"`
 }
 
 // closeWindow summarizes the window being filled, which ends at endMs.
@@ -121,7 +125,7 @@ func (a *Accumulator) closeWindow(endMs float64) {
 	w := Window{
 		StartS: a.winFrom / 1000, EndS: endMs / 1000, Requests: lv.Requests,
 		OutputTokens: lv.OutputTokens, OutputTPS: lv.OutputTPS, ErrorRate: lv.ErrorRate,
-		TTFT: lv.TTFT, TPOT: lv.TPOT, ITL: lv.ITL, E2E: lv.E2E, TTFTSched: lv.TTFTSched,
+		TTFT: lv.TTFT, TPOT: lv.TPOT, ITL: lv.ITL, E2E: lv.E2E, TTFTSched: lv.TTFTSched, Embeddings: lv.Embeddings,
 	}
 	a.windows = append(a.windows, w)
 	if a.emit != nil {
@@ -159,6 +163,9 @@ func (a *Accumulator) Add(r *Record) {
 	}
 	if !r.OK {
 		lv.Requests.Failed++
+		if r.EmbedInputs > 0 {
+			a.embed.failed++
+		}
 		cls := cmp.Or(r.ErrorClass, "unknown")
 		lv.Requests.Errors[cls]++
 		if _, ok := lv.Requests.ErrorSamples[cls]; !ok && r.Error != "" {

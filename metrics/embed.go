@@ -19,6 +19,10 @@ type Embeddings struct {
 	Dims int `json:"dims,omitempty"`
 	// Latency is each completed request's t0 to its answer's end.
 	Latency Stats `json:"latency_ms"`
+	// Failed counts the embeddings requests that failed: in a level that
+	// mixes them with completions (tokbench proxy's), the level's own
+	// counts are of both kinds.
+	Failed int `json:"failed,omitempty"`
 }
 
 // Token sources of an embeddings level (Embeddings.TokenSource).
@@ -35,6 +39,7 @@ const NoTokenStream = "embeddings: no token stream"
 // embedAcc accumulates an embeddings level's completed requests.
 type embedAcc struct {
 	inputs, tokens, dims int
+	failed               int
 	usage, prompt        bool
 	latency              Sample
 }
@@ -58,7 +63,7 @@ func (a *embedAcc) apply(lv *Level) {
 	if a.inputs == 0 {
 		return
 	}
-	e := &Embeddings{Inputs: a.inputs, Tokens: a.tokens, Dims: a.dims, Latency: a.latency.Stats()}
+	e := &Embeddings{Inputs: a.inputs, Tokens: a.tokens, Dims: a.dims, Latency: a.latency.Stats(), Failed: a.failed}
 	switch {
 	case a.usage && a.prompt:
 		e.TokenSource = EmbedSourceMixed
@@ -157,6 +162,7 @@ func foldEmbeddings(runs []Level, fold func([]float64) float64) *Embeddings {
 		e := r.Embeddings
 		out.Inputs += e.Inputs
 		out.Tokens += e.Tokens
+		out.Failed += e.Failed
 		if e.TokenSource != out.TokenSource {
 			out.TokenSource = EmbedSourceMixed
 		}

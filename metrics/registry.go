@@ -47,7 +47,7 @@ type Metric struct {
 var Registry = []Metric{
 	{Name: "ttft", Stream: true, Label: "TTFT", Unit: "ms", LowerBetter: true, FromSchedule: true,
 		Dist:   func(l *Level) *Stats { return &l.TTFT },
-		Sample: func(r *Record) (float64, bool) { return r.TTFTMs, true },
+		Sample: func(r *Record) (float64, bool) { return r.TTFTMs, r.EmbedInputs == 0 }, // an embeddings answer has no first token
 		Key:    []string{"p50", "p95", "p99"}, Spread: []string{"p50", "p95"}, CSV: []string{"p50", "p95", "p99", "mean"}},
 	{Name: "ttfvt", Stream: true, Label: "TTFVT", Unit: "ms", LowerBetter: true, FromSchedule: true,
 		Dist:   func(l *Level) *Stats { return &l.TTFVT },
@@ -65,7 +65,7 @@ var Registry = []Metric{
 		CSV:  []string{"p50", "p99"}},
 	{Name: "e2e", Stream: true, Label: "E2E", Unit: "ms", LowerBetter: true, FromSchedule: true,
 		Dist:   func(l *Level) *Stats { return &l.E2E },
-		Sample: func(r *Record) (float64, bool) { return r.E2EMs, true },
+		Sample: func(r *Record) (float64, bool) { return r.E2EMs, r.EmbedInputs == 0 },
 		Key:    []string{"p50", "p95"}, Spread: []string{"p50"}, CSV: []string{"p50", "p95"}},
 	{Name: "e2e_tps", Stream: true, Label: "E2E TPS", Unit: "tok/s",
 		Dist:   func(l *Level) *Stats { return &l.E2ETPS },

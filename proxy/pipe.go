@@ -59,6 +59,18 @@ func (l *stampLog) add(b []byte, at time.Time) {
 	l.reads = append(l.reads, logRead{end: len(l.buf), at: at})
 }
 
+// keep keeps a copy of b without its instant (an answer read whole,
+// whose last read's instant its reader keeps), in a buffer that grows
+// to limit at most when what it keeps stays within limit.
+func (l *stampLog) keep(b []byte, limit int64) {
+	if need := len(l.buf) + len(b); need > cap(l.buf) {
+		grown := make([]byte, len(l.buf), max(min(2*int64(cap(l.buf)), limit), int64(need)))
+		copy(grown, l.buf)
+		l.buf = grown
+	}
+	l.buf = append(l.buf, b...)
+}
+
 // size is the memory the log holds.
 func (l *stampLog) size() int64 { return int64(cap(l.buf)) + int64(cap(l.reads))*logReadBytes }
 

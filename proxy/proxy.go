@@ -9,13 +9,19 @@
 // Which requests are measured is decided by method and path, as
 // api.ForPath names them: POST to …/chat/completions and …/completions
 // (OpenAI), …/messages (Anthropic), /api/chat and /api/generate (Ollama)
-// and /completion (llama.cpp). Each is measured by an api.Exchange, the
-// one bench measures its own requests by, so both give a request the
-// same instants and the same failure class. A
-// non-streamed answer is measured as one chunk at its last byte (its TTFT
-// is its E2E: the client sees no token before it), tokens from its usage.
-// Everything else (models, embeddings, tokenize) passes through
-// unmeasured.
+// and /completion (llama.cpp), and the embeddings endpoints …/embeddings
+// (OpenAI), /api/embed and /api/embeddings (Ollama) and /embed (TEI).
+// Each is measured by an api.Exchange, the one bench measures its own
+// requests by, so both give a request the same instants and the same
+// failure class. A non-streamed answer is measured as one chunk at its
+// last byte (its TTFT is its E2E: the client sees no token before it),
+// tokens from its usage. An embeddings answer is no token stream: it is
+// recorded as bench records its embeddings requests (inputs counted from
+// the request body, latency t0 to the answer's last byte, tokens from the
+// answer's count or else the tokenizer's count of the inputs), read within
+// bench's bound of api.MaxEmbeddingAnswer; past it the client still gets
+// the whole answer and the record says event_too_large. Everything else
+// (models, tokenize) passes through unmeasured.
 package proxy
 
 import (
@@ -102,6 +108,14 @@ type Proxy struct {
 	backlog  backlog
 	bodies   *bodies
 	creds    *credentials // what the lines it logs are scrubbed of
+	// peakKept is the largest buffer a whole answer was kept in, for tests.
+	peakKept atomic.Int64
+}
+
+// heldPeak notes that an answer keeps n bytes now.
+func (p *Proxy) heldPeak(n int64) {
+	for peak := p.peakKept.Load(); n > peak && !p.peakKept.CompareAndSwap(peak, n); peak = p.peakKept.Load() {
+	}
 }
 
 // New returns the proxy of cfg.
@@ -218,6 +232,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a != nil && req.Stream && p.cfg.AskUsage {
 		body, asked = askUsage(a, body)
 	}
+	// An embeddings request's body is kept, in the budget, until its
+	// record is made: its inputs' tokens are counted from it when the
+	// answer does not give them (they are counted then, off the request's
+	// way upstream).
+	var kept []byte
+	keptHeld := int64(0)
+	if a != nil && api.IsEmbeddings(a) {
+		kept, keptHeld, held = body, held, 0
+	}
+	recording := false // the record's job gives keptHeld back
+	defer func() {
+		if !recording {
+			p.bodies.give(keptHeld)
+		}
+	}()
 	// The body's budget is given back once the upstream has it (heldBody),
 	// or when the request ends, whichever comes first.
 	var sending io.ReadCloser = http.NoBody
@@ -256,12 +285,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.InFlight.Add(-1)
 		}
 	}()
-	record, kept := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, header: out.Header, url: out.URL})
-	queued = true
+	record, answer := p.measure(w, out, call{a: a, req: req, arrived: arrived, asked: asked, header: out.Header, url: out.URL, body: kept})
+	queued, recording = true, true
 	// The client has its answer; the record is made off its way.
-	p.backlog.add(kept, func() {
+	p.backlog.add(answer, func() {
 		defer p.InFlight.Add(-1) // once the record is in
 		defer p.handlers.Done()
+		defer p.bodies.give(keptHeld)
 		defer p.recordPanic(func() []string {
 			return append(requestSecrets(r), api.RequestSecrets(out.Header, out.URL)...)
 		})
@@ -500,22 +530,35 @@ func (p *Proxy) collect(c call, resp *api.Response, plain bool) (send func(b []b
 		return nil, func(error) {}, func() int64 { return 0 }
 	}
 	log := getLog()
-	bound, over := p.cfg.MaxMeasured, ""
-	if c.req.Stream {
-		over = fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", bound>>20)
-	} else {
-		bound, over = maxWhole, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
+	embed := api.IsEmbeddings(c.a)
+	bound, over := p.cfg.MaxMeasured, &api.ClassError{Class: api.ClassOverlongStream}
+	switch {
+	case embed:
+		// bench's bound: a vector of 1 MiB an input, and 64 KiB more.
+		bound = api.MaxEmbeddingAnswer(c.req.Inputs)
+		over.Class, over.Msg = api.ClassEventTooLarge, fmt.Sprintf(
+			"the embeddings answer is larger than %d bytes (%d inputs, %d MiB each at most): forwarded to the client, not measured",
+			bound, max(c.req.Inputs, 1), api.MaxEmbeddingBytes>>20)
+	case c.req.Stream:
+		over.Msg = fmt.Sprintf("measured the first %d MiB of the stream; the client got all of it", bound>>20)
+	default:
+		bound, over.Msg = maxWhole, fmt.Sprintf("a non-streamed answer over %d MiB: forwarded, not measured", maxWhole>>20)
 	}
 	measured, last := int64(0), time.Time{}
 	send = func(b []byte, at time.Time) {
 		last = at
-		if measured += int64(len(b)); measured <= bound {
-			log.add(b, at)
-		} else if log.end == nil {
-			log.end = &api.ClassError{Class: api.ClassOverlongStream, Msg: over}
-			if !c.req.Stream {
-				log.buf, log.reads = nil, nil // no part of a whole answer is read
+		if measured += int64(len(b)); measured > bound {
+			if log.end == nil {
+				log.end = over
+				if !c.req.Stream {
+					log.buf, log.reads = nil, nil // no part of a whole answer is read
+				}
 			}
+		} else if c.req.Stream {
+			log.add(b, at)
+		} else {
+			log.keep(b, bound)
+			p.heldPeak(int64(cap(log.buf)))
 		}
 	}
 	finish = func(end error) {
@@ -523,9 +566,13 @@ func (p *Proxy) collect(c call, resp *api.Response, plain bool) (send func(b []b
 		if log.end == nil || !errors.Is(end, io.EOF) {
 			log.end = end
 		}
-		if c.req.Stream {
+		switch {
+		case embed:
+			resp.Done = last
+			api.DecodeEmbedding(c.a, log.buf, measured, log.end, c.req.Inputs, resp)
+		case c.req.Stream:
 			c.a.Decode(log, resp)
-		} else {
+		default:
 			resp.Done = last
 			api.DecodeWhole(c.a, log.buf, log.end, resp)
 		}
@@ -556,6 +603,9 @@ type call struct {
 	// (the client's and Upstream's) its record must not hold.
 	header http.Header
 	url    *url.URL
+	// body is an embeddings request's, whose inputs' tokens are counted
+	// when the answer does not give them (nil for a completion).
+	body []byte
 }
 
 // ClassClientClosed is a proxied request whose client closed its
@@ -614,6 +664,13 @@ func (c *clientSide) timing(resp *api.Response, rec *metrics.Record, slow time.D
 	for _, s := range c.spans {
 		pr.MaxHeldMs = max(pr.MaxHeldMs, ms(s.written.Sub(s.read)))
 	}
+	if resp.Embedding != nil && !resp.Failed() && !c.arrived.IsZero() && len(c.spans) > 0 {
+		// No token stream: the client's latency is its last byte's write.
+		if last, ok := c.at(resp.Done); ok {
+			pr.ClientE2EMs = ms(last.Sub(c.arrived))
+		}
+		return pr
+	}
 	if len(resp.Chunks) == 0 || c.arrived.IsZero() {
 		return pr
 	}
@@ -632,6 +689,14 @@ func (c *clientSide) timing(resp *api.Response, rec *metrics.Record, slow time.D
 
 // record is the request's record, with the client's side in Proxy.
 func (p *Proxy) record(resp *api.Response, c call, info load.RecordInfo, client *clientSide) metrics.Record {
+	if api.IsEmbeddings(c.a) {
+		info.EmbedInputs = c.req.Inputs
+		if em := resp.Embedding; em != nil && em.PromptTokens == 0 && !resp.Failed() {
+			// No count from the server: the inputs', as bench counts the
+			// inputs it sent.
+			_, info.EmbedTokens = api.EmbedInputs(c.a, c.body, p.cfg.Tokenizer.Count)
+		}
+	}
 	rec := load.Record(resp, p.cfg.Tokenizer, info)
 	rec.Model, rec.API = c.req.Model, c.a.Name()
 	if client != nil {

@@ -46,7 +46,8 @@ func forms(s string) []string {
 // credential its clients sent (Bearer, x-api-key, api-key, a query key,
 // Basic auth, a cookie) in every encoding — in headers, a 401's and a
 // 429's body, a redirect's Location, in-stream error events, a stream's
-// id and finish reason, JSON the proxy cannot parse, past the 300 bytes a
+// id and finish reason, an embeddings answer's id and error, JSON the
+// proxy cannot parse, past the 300 bytes a
 // message keeps — and none of them, in any encoding, is in the run
 // directory the proxy wrote (records, summary, report), its /metrics,
 // its log or the errors it served, while every request was recorded
@@ -94,6 +95,19 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 		case "whole-garbage":
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"choices": `+e)
+		case "embed-401":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"message":`+jsonStr("Incorrect API key provided: "+e)+`}}`)
+		case "embed-id":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":`+jsonStr(r.Header.Get("Authorization"))+`,"object":"list","data":[{"embedding":[0.1,0.2]}],"model":`+jsonStr(e)+`,"usage":{"prompt_tokens":2}}`)
+		case "embed-error":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"error":{"message":`+jsonStr("bad key "+e)+`}}`)
+		case "embed-garbage":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"data": `+e)
 		default:
 			http.Error(w, "unknown scenario "+req.Model, http.StatusBadRequest)
 		}
@@ -132,9 +146,9 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(basicUser))
 	// Each request carries all six credentials but one: an Authorization
 	// header holds Bearer or Basic.
-	send := func(model string, stream bool, auth string) (int, string) {
-		b, _ := json.Marshal(map[string]any{"model": model, "stream": stream, "messages": []any{}})
-		req, _ := http.NewRequest(http.MethodPost, urls[0]+"/v1/chat/completions?key="+keyQuery, bytes.NewReader(b))
+	send := func(path, model string, stream bool, auth string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"model": model, "stream": stream, "messages": []any{}, "input": []string{"a b"}})
+		req, _ := http.NewRequest(http.MethodPost, urls[0]+path+"?key="+keyQuery, bytes.NewReader(b))
 		req.Header.Set("Authorization", auth)
 		req.Header.Set("X-Api-Key", keyXAPI)
 		req.Header.Set("Api-Key", keyAPIKey)
@@ -150,21 +164,26 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 	}
 	want := map[string]string{} // model: error class
 	var served []string         // what the proxy wrote itself to clients
+	const chat, embed = "/v1/chat/completions", "/v1/embeddings"
 	for _, c := range []struct {
-		model  string
-		stream bool
-		class  string
+		path, model string
+		stream      bool
+		class       string
 	}{
-		{"unauthorized", true, "http_401"},
-		{"limited", true, "http_429"},
-		{"redirect", true, "redirect"},
-		{"stream-error", true, "stream_error"},
-		{"stream-id", true, ""},
-		{"stream-garbage", true, "malformed_stream"},
-		{"whole-garbage", false, "malformed_stream"},
+		{chat, "unauthorized", true, "http_401"},
+		{chat, "limited", true, "http_429"},
+		{chat, "redirect", true, "redirect"},
+		{chat, "stream-error", true, "stream_error"},
+		{chat, "stream-id", true, ""},
+		{chat, "stream-garbage", true, "malformed_stream"},
+		{chat, "whole-garbage", false, "malformed_stream"},
+		{embed, "embed-401", false, "http_401"},
+		{embed, "embed-id", false, ""},
+		{embed, "embed-error", false, "stream_error"},
+		{embed, "embed-garbage", false, "malformed_stream"},
 	} {
 		for _, auth := range []string{"Bearer " + keyBearer, basic} {
-			send(c.model, c.stream, auth)
+			send(c.path, c.model, c.stream, auth)
 		}
 		want[c.model] = c.class
 	}
@@ -220,6 +239,10 @@ func TestProxyKeepsClientCredentials(t *testing.T) {
 			t.Errorf("%s: class %q (%s), want %q", r.Model, r.ErrorClass, r.Error, want[r.Model])
 		}
 		redacted += strings.Count(r.Error+r.ResponseID+r.FinishReason, "[REDACTED]")
+		if strings.HasPrefix(r.Model, "embed-") && (r.API != "openai-embeddings" || r.EmbedInputs != 1 ||
+			!strings.Contains(r.Error+r.ResponseID, "[REDACTED]")) {
+			t.Errorf("%s: api %s, %d inputs, error %q, id %q: want an embeddings record quoting the keys as [REDACTED]", r.Model, r.API, r.EmbedInputs, r.Error, r.ResponseID)
+		}
 	}
 	if redacted < 2*len(want) {
 		t.Errorf("%d [REDACTED] in the records, want one a request at least: the upstream's quotes did not reach them", redacted)

@@ -20,26 +20,57 @@ func Embeddings(s metrics.Summary) bool {
 	return strings.HasSuffix(s.Target.API, "-embeddings") || strings.HasSuffix(s.Target.API, "-embed")
 }
 
+// Mixed reports whether s's levels mix token streams and embeddings
+// (tokbench proxy's live level carries whatever its clients sent): its
+// outputs then show the streams' table and the embeddings' beside it.
+func Mixed(s metrics.Summary) bool {
+	streams, embed := false, false
+	for _, lv := range s.Levels {
+		streams = streams || lv.TTFT.Count > 0
+		embed = embed || lv.Embeddings != nil
+	}
+	return streams && embed
+}
+
+// MixedNote is what a mixed summary's outputs say of its levels' counts.
+const MixedNote = "the embeddings requests are counted in ok, fail and req/s beside the completions; TTFT, decode and output figures are the completions' alone"
+
+// embedCounts are a level's embeddings requests, completed and failed,
+// and their rate: the level's own unless it is mixed.
+func embedCounts(lv *metrics.Level, mixed bool) (ok, failed int, rps float64) {
+	e := lv.Embeddings
+	if !mixed || e == nil {
+		return lv.Requests.Completed, lv.Requests.Failed, lv.RequestRPS
+	}
+	if lv.DurationS > 0 {
+		rps = float64(e.Latency.Count) / lv.DurationS
+	}
+	return e.Latency.Count, e.Failed, rps
+}
+
 // embedTable writes an embeddings run's rows: latency, inputs and tokens
 // embedded per second; no TTFT or decode columns, which the line above
-// the table says.
-func embedTable(w io.Writer, tw io.Writer, s metrics.Summary) {
+// the table says. Of a mixed summary (see Mixed) it writes the levels'
+// embeddings requests alone.
+func embedTable(w io.Writer, tw io.Writer, s metrics.Summary, mixed bool) {
 	fmt.Fprintln(w, metrics.NoTokenStream+" (no TTFT, decode TPS, ITL or output tokens); latency is t0 to the answer's last byte")
 	fmt.Fprintln(tw, "load\tok\tfail\tlatency p50\tp95\tp99 ms\tinputs/s\ttokens/s\treq/s\tinputs/req\tdims\ttokens from\t")
-	for _, lv := range s.Levels {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t", lv.Load, lv.Requests.Completed, lv.Requests.Failed)
+	for i := range s.Levels {
+		lv := &s.Levels[i]
+		ok, failed, rps := embedCounts(lv, mixed)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t", lv.Load, ok, failed)
 		e := lv.Embeddings
 		if e == nil {
-			fmt.Fprintf(tw, "-\t-\t-\t-\t-\t%s\t-\t-\t-\t\n", num(lv.RequestRPS, 1))
+			fmt.Fprintf(tw, "-\t-\t-\t-\t-\t%s\t-\t-\t-\t\n", num(rps, 1))
 			continue
 		}
 		perReq := 0.0
-		if lv.Requests.Completed > 0 {
-			perReq = float64(e.Inputs) / float64(lv.Requests.Completed)
+		if ok > 0 {
+			perReq = float64(e.Inputs) / float64(ok)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n",
 			num(e.Latency.P50, e.Latency.Count), num(e.Latency.P95, e.Latency.Count), num(e.Latency.P99, e.Latency.Count),
-			num(e.InputsPerS, 1), num(e.TokensPerS, 1), num(lv.RequestRPS, 1), num(perReq, 1), e.Dims, embedSource(e.TokenSource))
+			num(e.InputsPerS, 1), num(e.TokensPerS, 1), num(rps, 1), num(perReq, 1), e.Dims, embedSource(e.TokenSource))
 	}
 }
 
@@ -81,12 +112,21 @@ var embedColumns = []string{"load", "ok", "failed", "latency p50 ms", "latency p
 	"inputs/s", "tokens/s", "req/s", "dims"}
 
 // embedHTML fills an embeddings run's page: its level table, the rates and
-// the latency against load, and each level's latency histogram.
+// the latency against load, and each level's latency histogram. Of a
+// mixed summary (see Mixed) the table is a second one, of the levels'
+// embeddings requests alone, after the streams'.
 func embedHTML(d *htmlData, p Page, labels []string, order []int) {
 	s := p.Summary
-	d.Cols = embedColumns
-	d.Lead = metrics.NoTokenStream + ": no TTFT, decode or output figures; latency is t0 to the answer's last byte."
-	d.Rows = d.Rows[:0]
+	mixed := Mixed(s)
+	lead := metrics.NoTokenStream + ": no TTFT, decode or output figures; latency is t0 to the answer's last byte."
+	var rows [][]string
+	defer func() {
+		if mixed {
+			d.EmbedCols, d.EmbedLead, d.EmbedRows = embedColumns, lead, rows
+		} else {
+			d.Cols, d.Lead, d.Rows = embedColumns, lead, rows
+		}
+	}()
 	var inputs, tokens, lat50, lat95 []float64
 	for _, i := range order {
 		e := s.Levels[i].Embeddings
@@ -100,15 +140,16 @@ func embedHTML(d *htmlData, p Page, labels []string, order []int) {
 	}
 	for i := range s.Levels {
 		lv := &s.Levels[i]
+		ok, failed, rps := embedCounts(lv, mixed)
 		e := lv.Embeddings
 		if e == nil {
-			d.Rows = append(d.Rows, []string{lv.Load.String(), fmt.Sprint(lv.Requests.Completed), fmt.Sprint(lv.Requests.Failed),
-				"-", "-", "-", "-", "-", num(lv.RequestRPS, 1), "-"})
+			rows = append(rows, []string{lv.Load.String(), fmt.Sprint(ok), fmt.Sprint(failed),
+				"-", "-", "-", "-", "-", num(rps, 1), "-"})
 			continue
 		}
-		d.Rows = append(d.Rows, []string{lv.Load.String(), fmt.Sprint(lv.Requests.Completed), fmt.Sprint(lv.Requests.Failed),
+		rows = append(rows, []string{lv.Load.String(), fmt.Sprint(ok), fmt.Sprint(failed),
 			num(e.Latency.P50, e.Latency.Count), num(e.Latency.P95, e.Latency.Count), num(e.Latency.P99, e.Latency.Count),
-			num(e.InputsPerS, 1), num(e.TokensPerS, 1), num(lv.RequestRPS, 1), fmt.Sprint(e.Dims)})
+			num(e.InputsPerS, 1), num(e.TokensPerS, 1), num(rps, 1), fmt.Sprint(e.Dims)})
 	}
 	if len(labels) > 0 {
 		d.Charts = append(d.Charts,

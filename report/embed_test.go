@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"html"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,5 +75,49 @@ func TestToolCallsOutputs(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("%s lacks %q:\n%s", name, want, out)
 		}
+	}
+}
+
+// TestMixedOutputs: a level of completions and embeddings together (the
+// proxy's live level) shows both tables: the completions' TTFT, and the
+// embeddings' own counts (4 completed, 1 failed), rate and latency.
+func TestMixedOutputs(t *testing.T) {
+	load := metrics.Load{Mode: metrics.ModeLive}
+	var recs []metrics.Record
+	for i := range 6 {
+		recs = append(recs, metrics.Record{OK: true, Load: load, TTFTMs: 40 + float64(i), E2EMs: 200, ChunkMs: []float64{40 + float64(i), 200},
+			ChunkTokens: []int{1, 9}, OutputTokens: 10, TokenSource: metrics.SourceUsage})
+	}
+	for i := range 4 {
+		recs = append(recs, metrics.Record{OK: true, Load: load, EmbedInputs: 8, EmbedDims: 768, InputTokens: 100,
+			TokenSource: metrics.SourceTokenizer, DoneMs: float64(70 + i)})
+	}
+	recs = append(recs, metrics.Record{Load: load, EmbedInputs: 8, ErrorClass: "http_503"})
+	s := metrics.Summary{Schema: metrics.Schema, Target: metrics.Target{API: "proxy"},
+		Levels: []metrics.Level{metrics.Summarize(load, recs, 2)}}
+	if !Mixed(s) || s.Levels[0].Embeddings.Failed != 1 {
+		t.Fatalf("not read as mixed: %+v", s.Levels[0].Embeddings)
+	}
+	var tb, md, page bytes.Buffer
+	if err := Table(&tb, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, Page{Summary: s, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	// Completions: TTFT p50 42.5 ms, 30 tok/s. Embeddings: latency p50
+	// 71.5 ms, 32 inputs and 400 tokens over 2 s, 4 of 2 s = 2.0 req/s.
+	for name, out := range map[string]string{"table": tb.String(), "markdown": md.String(), "html": html.UnescapeString(page.String())} {
+		for _, want := range []string{"TTFT p50", "42.50", metrics.NoTokenStream, "71.50", "16.00", "200.0", MixedNote} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, out)
+			}
+		}
+	}
+	if !regexp.MustCompile(`live +4 +1 +71\.50`).MatchString(tb.String()) {
+		t.Errorf("the table's embeddings row does not count 4 completed and 1 failed:\n%s", tb.String())
 	}
 }

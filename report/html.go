@@ -93,9 +93,14 @@ func WriteHTML(w io.Writer, p Page) error {
 			d.Tools = append(d.Tools, fmt.Sprintf("%s: %s", lv.Load, n))
 		}
 	}
+	mixed := Mixed(s)
 	if Embeddings(s) {
 		embedHTML(&d, p, labels, order)
-	} else if len(labels) > 0 {
+		if mixed {
+			d.MixedNote = MixedNote
+		}
+	}
+	if (!Embeddings(s) || mixed) && len(labels) > 0 {
 		d.Charts = append(d.Charts,
 			lineChart("Aggregate output tokens/s vs load", "tok/s", labels, []series{{Name: "output tok/s", Color: "#2ca02c", Values: outTPS}}),
 			lineChart("Per-user decode tokens/s vs load", "tok/s", labels, perUser),
@@ -106,7 +111,7 @@ func WriteHTML(w io.Writer, p Page) error {
 		var ttft, dtps []float64
 		for j := range p.Records {
 			r := &p.Records[j]
-			if r.Level != i || !r.OK {
+			if r.Level != i || !r.OK || r.EmbedInputs > 0 {
 				continue
 			}
 			ttft = append(ttft, r.TTFTMs)
@@ -114,7 +119,7 @@ func WriteHTML(w io.Writer, p Page) error {
 				dtps = append(dtps, v)
 			}
 		}
-		if len(ttft) == 0 || s.Levels[i].Embeddings != nil {
+		if len(ttft) == 0 || s.Levels[i].Embeddings != nil && !mixed {
 			continue
 		}
 		name := s.Levels[i].Load.String()
@@ -255,6 +260,12 @@ type htmlData struct {
 	Cols  []string
 	Lead  string
 	Tools []string
+	// EmbedCols, EmbedLead and EmbedRows are a mixed summary's second
+	// level table, of its embeddings requests (see Mixed).
+	EmbedCols []string
+	EmbedLead string
+	EmbedRows [][]string
+	MixedNote string
 }
 
 // htmlColumns head the level table; levelRow fills them.
@@ -432,6 +443,11 @@ td.pass,td.fail,.warn,.statement{print-color-adjust:exact;-webkit-print-color-ad
 <table><tr>{{range .Cols}}<th class="n">{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}</table>
+{{if .EmbedRows}}<p>{{.EmbedLead}}</p>
+<table><tr>{{range .EmbedCols}}<th class="n">{{.}}</th>{{end}}</tr>
+{{range .EmbedRows}}<tr>{{range .}}<td class="n">{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p>{{.MixedNote}}</p>{{end}}
 <p>For decode TPS, higher is better: "P95 (slowest 5%)" is the 5th percentile, the rate 95% of requests beat.</p>
 {{if or .Verdicts .Statements}}<h2>{{if .Verdicts}}Service-level objectives{{else}}Capacity{{end}}</h2>
 {{if .SLOs}}<p>Objectives: {{range $i, $o := .SLOs}}{{if $i}}, {{end}}<code>{{$o}}</code>{{end}}</p>{{end}}

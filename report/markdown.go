@@ -24,10 +24,18 @@ func Markdown(w io.Writer, s metrics.Summary) error {
 	if s.Interrupted {
 		b.WriteString("> **Interrupted:** the last level is partial.\n\n")
 	}
-	if Embeddings(s) {
-		embedMarkdown(&b, s)
-	} else {
+	mixed := Mixed(s)
+	if !Embeddings(s) || mixed {
 		streamMarkdown(&b, s)
+	}
+	if mixed {
+		b.WriteString("\n")
+	}
+	if Embeddings(s) {
+		embedMarkdown(&b, s, mixed)
+	}
+	if mixed {
+		b.WriteString("\n_" + MixedNote + "._\n")
 	}
 	var notes []string
 	notes = append(notes, levelNotes(s.Levels)...)
@@ -48,11 +56,13 @@ func Markdown(w io.Writer, s metrics.Summary) error {
 }
 
 // embedMarkdown writes an embeddings run's rows.
-func embedMarkdown(b *strings.Builder, s metrics.Summary) {
+func embedMarkdown(b *strings.Builder, s metrics.Summary, mixed bool) {
 	b.WriteString("_" + metrics.NoTokenStream + ": no TTFT or decode figures; latency is t0 to the answer's last byte._\n\n")
 	b.WriteString("| load | ok | fail | latency p50 ms | latency p95 ms | latency p99 ms | inputs/s | tokens/s | req/s |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, lv := range s.Levels {
+	for i := range s.Levels {
+		lv := &s.Levels[i]
+		ok, failed, rps := embedCounts(lv, mixed)
 		e := lv.Embeddings
 		if e == nil {
 			e = &metrics.Embeddings{}
@@ -62,9 +72,9 @@ func embedMarkdown(b *strings.Builder, s metrics.Summary) {
 			n = 1
 		}
 		fmt.Fprintf(b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
-			mdEscape(lv.Load.String()), lv.Requests.Completed, lv.Requests.Failed,
+			mdEscape(lv.Load.String()), ok, failed,
 			num(e.Latency.P50, e.Latency.Count), num(e.Latency.P95, e.Latency.Count), num(e.Latency.P99, e.Latency.Count),
-			num(e.InputsPerS, n), num(e.TokensPerS, n), num(lv.RequestRPS, 1))
+			num(e.InputsPerS, n), num(e.TokensPerS, n), num(rps, 1))
 	}
 }
 

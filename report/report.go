@@ -41,13 +41,24 @@ func Table(w io.Writer, s metrics.Summary) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	if Embeddings(s) {
-		embedTable(w, tw, s)
-	} else {
+	mixed := Mixed(s)
+	if !Embeddings(s) || mixed {
 		streamTable(tw, s)
+	}
+	if mixed {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	if Embeddings(s) {
+		embedTable(w, tw, s, mixed)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if mixed {
+		fmt.Fprintln(w, "\n"+MixedNote)
 	}
 	notes := tableNotes(s)
 	if len(notes) > 0 {

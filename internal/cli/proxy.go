@@ -28,10 +28,12 @@ func newProxyCmd(env Env) *cobra.Command {
 		Short: "A reverse proxy that measures the live traffic it carries",
 		Long: `proxy forwards every request to --upstream unchanged, flushing each chunk
 of an answer to the client the moment it arrives, and measures each
-streamed completion (OpenAI chat and completions, Anthropic messages,
-Ollama, llama.cpp): TTFT and decode rate from the instant it handed the
-request upstream, tokens from usage or --tokenizer, the model, the API,
-the status and failure class, and whether the client read slowly. With
+completion (OpenAI chat and completions, Anthropic messages, Ollama,
+llama.cpp): TTFT and decode rate from the instant it handed the request
+upstream, tokens from usage or --tokenizer, the model, the API, the
+status and failure class, and whether the client read slowly; and each
+embeddings call (OpenAI /v1/embeddings, Ollama /api/embed and
+/api/embeddings, TEI /embed): its inputs, tokens and latency. With
 --out it appends requests.jsonl as bench does (rotated by --rotate-size or
 --rotate-every; report and compare read every part) and writes
 summary.json and report.html when stopped (live traffic in windows of
@@ -102,6 +104,15 @@ streams in flight finish for --grace.`,
 			if lv.TTFT.Count > 0 {
 				ttft = "TTFT p50 " + metrics.Figure(lv.TTFT.P50) + " ms"
 			}
+			if e := lv.Embeddings; e != nil {
+				// Embeddings have no token stream: their own figures.
+				embed := fmt.Sprintf("embeddings: %s (%s), latency p50 %s ms", plural(e.Latency.Count, "request"), plural(e.Inputs, "input"), metrics.Figure(e.Latency.P50))
+				if lv.TTFT.Count == 0 {
+					ttft = embed
+				} else {
+					ttft += "; " + embed
+				}
+			}
 			fmt.Fprintf(env.Stderr, "tokbench proxy: measured %s (%d failed), %s, %s\n",
 				plural(lv.Requests.Sent, "request"), lv.Requests.Failed, ttft, plural(len(lv.Windows), "window"))
 			return nil
@@ -115,7 +126,7 @@ streams in flight finish for --grace.`,
 	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the traffic on this address (/metrics)")
 	fl.BoolVar(&insecure, "insecure", false, "accept any TLS certificate from the upstream (self-signed test servers)")
 	fl.StringVar(&caCert, "ca-cert", "", "PEM file of certificate authorities to trust for the upstream besides the system's")
-	fl.StringVar(&tokenizer, "tokenizer", tokenize.Default, "counts output tokens of answers without usage")
+	fl.StringVar(&tokenizer, "tokenizer", tokenize.Default, "counts output tokens of answers without usage, and the inputs of embeddings answers without a token count")
 	fl.BoolVar(&askUsage, "include-usage", false, "add stream_options.include_usage to OpenAI streamed requests that lack it, so tokens are the server's count; the usage chunk that adds is kept from the client")
 	fl.DurationVar(&every, "summary-every", time.Minute, "window length of the live traffic's summary")
 	fl.StringVar(&rotateSize, "rotate-size", "", "with --out: start a new requests.jsonl once it holds this much (e.g. 100MB), keeping the full one as requests-NNNNNN.jsonl")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,43 @@ func TestProxyAllFailedSaysNoTTFT(t *testing.T) {
 	r := <-done
 	if !strings.Contains(r.stderr, "(1 failed), no TTFT (no request completed)") || strings.Contains(r.stderr, "TTFT p50") {
 		t.Errorf("exit %d, stderr:\n%s\nwant the one failed request and no TTFT", r.code, r.stderr)
+	}
+}
+
+// TestProxyEmbeddingsLine: a proxy that carried only embeddings calls
+// ends with their figures, not "no TTFT".
+func TestProxyEmbeddingsLine(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `[[0.1,0.2],[0.3,0.4]]`)
+	}))
+	defer up.Close()
+	addr := closedAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, stderr := runCLI(ctx, nil, "proxy", "--upstream", up.URL, "--listen", addr, "--grace", "1s")
+		done <- result{code, stderr}
+	}()
+	sent := 0
+	for deadline := time.Now().Add(10 * time.Second); sent < 2 && time.Now().Before(deadline); {
+		resp, err := http.Post("http://"+addr+"/embed", "application/json", strings.NewReader(`{"inputs":["a b","c"]}`))
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		sent++
+	}
+	cancel()
+	r := <-done
+	if sent != 2 || !strings.Contains(r.stderr, "measured 2 requests (0 failed), embeddings: 2 requests (4 inputs), latency p50 ") || strings.Contains(r.stderr, "TTFT") {
+		t.Errorf("exit %d, %d sent, stderr:\n%s\nwant the two embeddings calls' figures and no TTFT", r.code, sent, r.stderr)
 	}
 }
