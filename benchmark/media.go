@@ -31,9 +31,8 @@ func (r *run) checkMedia() error {
 	case !(m.AudioSeconds >= 0) || m.AudioSeconds > media.MaxAudioSeconds:
 		return fieldErrorf("Workload.Media.AudioSeconds", "want 0 to %d seconds, got %g", media.MaxAudioSeconds, m.AudioSeconds)
 	}
-	if lc, ok := r.adapter.(api.LlamaCpp); ok && r.detected != nil && r.detected.Facts["media_marker"] != "" {
-		lc.MediaMarker = r.detected.Facts["media_marker"] // the server's own
-		r.adapter = lc
+	if err := r.llamaCppMedia(); err != nil {
+		return err
 	}
 	wl := r.p.Workload
 	kinds := map[string]string{} // kind → the field that asks for it
@@ -61,8 +60,47 @@ func (r *run) checkMedia() error {
 				can = append(can, name)
 			}
 		}
+		if lc, ok := r.adapter.(api.LlamaCpp); ok && lc.ImageData {
+			return fieldErrorf(field, "llama.cpp's %s form carries images only, not %s (its %s form carries both; --llamacpp-media picks the form)",
+				api.LlamaCppImageData, kind, api.LlamaCppMultimodalData)
+		}
 		return fieldErrorf(field, "the %s API cannot carry %s in a request (%s can)", r.adapter.Name(), kind, strings.Join(can, ", "))
 	}
+	return nil
+}
+
+// CheckLlamaCppMedia refuses a LlamaCppMedia that is not a form, or one
+// given for an API other than llamacpp (or auto).
+func CheckLlamaCppMedia(apiName, form string) error {
+	switch {
+	case form != "" && form != api.LlamaCppMultimodalData && form != api.LlamaCppImageData:
+		return fieldErrorf("LlamaCppMedia", "unknown %q (known: %s, %s)", form, api.LlamaCppMultimodalData, api.LlamaCppImageData)
+	case form != "" && apiName != "llamacpp" && apiName != "auto":
+		return fieldErrorf("LlamaCppMedia", "applies to --api llamacpp, not %s", apiName)
+	}
+	return nil
+}
+
+// llamaCppMedia sets how a llama.cpp adapter sends media: in the form
+// asked for, else the one the server's GET /props points to, with the
+// server's own media marker.
+func (r *run) llamaCppMedia() error {
+	lc, ok := r.adapter.(api.LlamaCpp)
+	if !ok {
+		return CheckLlamaCppMedia(r.adapter.Name(), r.p.LlamaCppMedia)
+	}
+	if err := CheckLlamaCppMedia(lc.Name(), r.p.LlamaCppMedia); err != nil {
+		return err
+	}
+	form := r.p.LlamaCppMedia
+	if r.detected != nil {
+		lc.MediaMarker = r.detected.Facts["media_marker"] // the server's own
+		if form == "" {
+			form = r.detected.Facts["media_form"]
+		}
+	}
+	lc.ImageData = form == api.LlamaCppImageData
+	r.adapter = lc
 	return nil
 }
 
