@@ -10,7 +10,6 @@ import (
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/media"
 	"github.com/tokbench/tokbench/metrics"
-	"github.com/tokbench/tokbench/workload"
 )
 
 // MaxImagesPerRequest bounds Workload.Media.Images.
@@ -139,11 +138,17 @@ func (r *run) twin(ctx context.Context, runner *load.Runner, src load.Source) {
 	runner.MediaText = load.MediaText{TemplateTokens: resp.Usage.PromptTokens - inTok, Source: metrics.TextTwin}
 }
 
-// mediaMeta is run.json's like-for-like account of the synthetic media
-// (compare refuses to set runs with other media side by side unnoticed):
-// "images" ("2 × 1024x1024 png") and "audio_seconds".
-func mediaMeta(m workload.MediaSpec) map[string]string {
+// mediaMeta is run.json's like-for-like account of what requests carry
+// beside their prompts (compare names runs that differ in it as not like
+// for like, and a run without a key as one whose requests carried none):
+// "images" ("2 × 1024x1024 png"), "audio_seconds", and an embeddings
+// request's "embed_inputs".
+func mediaMeta(wl Workload) map[string]string {
 	out := map[string]string{}
+	if wl.EmbedInputs > 0 {
+		out["embed_inputs"] = fmt.Sprint(wl.EmbedInputs)
+	}
+	m := wl.Media
 	if m.Images > 0 {
 		out["images"] = fmt.Sprintf("%d × %dx%d %s", m.Images, m.Width, m.Height, m.Format)
 	}
