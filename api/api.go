@@ -132,6 +132,12 @@ type Response struct {
 
 	chunks *atomic.Int64 // Client.Chunks
 	inputs int           // an embeddings request's inputs, which its answer must match
+	// imageData is a llama.cpp request whose images went as image_data,
+	// which its answer's events must say the server took.
+	imageData bool
+	// formRight says the server took the media's form and refused them
+	// for another reason (no note about the other form).
+	formRight bool
 }
 
 // addChunk appends c, counting it live.
@@ -201,6 +207,10 @@ type Prepared struct {
 	used      bool
 	maxTokens int // the request's output budget (0: the server's)
 	inputs    int // an embeddings request's inputs
+	// note is added to the message of a refusal: the form its media
+	// went in, where the protocol has more than one.
+	note      string
+	imageData bool
 	// Build is how long building it took (encoding its body).
 	Build time.Duration
 }
@@ -221,7 +231,11 @@ func (cl *Client) Prepare(req *Request) *Prepared {
 			hreq.Header.Add(k, v)
 		}
 	}
-	return &Prepared{http: hreq, maxTokens: req.MaxTokens, inputs: len(req.Inputs), Build: time.Since(start)}
+	p := &Prepared{http: hreq, maxTokens: req.MaxTokens, inputs: len(req.Inputs), Build: time.Since(start)}
+	if lc, ok := cl.Adapter.(LlamaCpp); ok && len(req.Media) > 0 {
+		p.note, p.imageData = lc.refusalNote(), lc.ImageData
+	}
+	return p
 }
 
 // BodyBytes is the size of the request's body (0 when it could not be
@@ -249,6 +263,20 @@ func (p *Prepared) request(ctx context.Context) (*http.Request, error) {
 	}
 	p.used = true
 	return hreq, nil
+}
+
+// refused reports whether the server turned the request down rather than
+// the transport losing it: an HTTP error answer, or a stream that ended
+// in an error, or with nothing, before any token.
+func refused(resp *Response) bool {
+	if _, ok := resp.ErrorClass.HTTPStatus(); ok {
+		return true
+	}
+	switch resp.ErrorClass {
+	case ClassStreamError, ClassIncompleteStream, ClassEmptyResponse, ClassMalformedStream:
+		return len(resp.Chunks) == 0
+	}
+	return false
 }
 
 // ServerTiming is a server's own timing of one request: prompt and decode
@@ -297,9 +325,14 @@ func (cl *Client) Do(ctx context.Context, req *Request) *Response {
 // stream decoding, clock clamps — kept in one function because each step
 // reads what the steps before it left in the Response and the trace.
 func (cl *Client) DoPrepared(ctx context.Context, prep *Prepared) *Response {
-	resp := &Response{chunks: cl.Chunks, inputs: prep.inputs}
+	resp := &Response{chunks: cl.Chunks, inputs: prep.inputs, imageData: prep.imageData}
 	// Every message, whichever step wrote it, leaves without the secrets.
 	defer func() { resp.Error, resp.RetryAfter = cl.scrub(resp.Error), cl.scrub(resp.RetryAfter) }()
+	defer func() {
+		if prep.note != "" && !resp.formRight && refused(resp) {
+			resp.Error += " (" + prep.note + ")"
+		}
+	}()
 	// --stall-timeout covers the wait for the answer's head too: a server
 	// that never answers is cut, not held until the request's timeout.
 	reqCtx, cancel := ctx, context.CancelFunc(nil)

@@ -17,6 +17,45 @@ type LlamaCpp struct {
 	// MediaMarker stands for each image or sound of a prompt (GET /props'
 	// media_marker); empty is LlamaCppMediaMarker.
 	MediaMarker string
+	// ImageData sends images in the older form, LlamaCppImageData, for
+	// servers from before libmtmd; the default is LlamaCppMultimodalData.
+	ImageData bool
+}
+
+// The two forms in which llama.cpp's /completion has taken media.
+const (
+	// LlamaCppMultimodalData is the form of servers built on libmtmd
+	// (2025 on): the prompt an object, {"prompt_string": "<marker>\n…",
+	// "multimodal_data": [base64, …]}, one marker per file, images and
+	// sounds. Their GET /props names media_marker or modalities.
+	LlamaCppMultimodalData = "multimodal_data"
+	// LlamaCppImageData is the form of the LLaVA-era servers (llama.cpp
+	// from October 2023 until multimodal support left its server in March
+	// 2024, and the llamafile server forked from it): a string prompt
+	// with "[img-N]" where image N goes and "image_data": [{"data":
+	// base64, "id": N}, …]. Images only. Their GET /props has neither
+	// media_marker nor modalities.
+	LlamaCppImageData = "image_data"
+)
+
+// MediaForm is the form in which l sends media: LlamaCppImageData or
+// LlamaCppMultimodalData.
+func (l LlamaCpp) MediaForm() string {
+	if l.ImageData {
+		return LlamaCppImageData
+	}
+	return LlamaCppMultimodalData
+}
+
+// refusalNote is what a failed request with media says of the form it
+// went in, and the other form a server may take instead.
+func (l LlamaCpp) refusalNote() string {
+	if l.ImageData {
+		return "its images went as image_data with [img-N] in the prompt, the form of llama.cpp servers before 2025 and llamafile's; " +
+			"a server built on libmtmd takes multimodal_data (--llamacpp-media multimodal_data)"
+	}
+	return "its media went as multimodal_data, the form of llama.cpp servers built on libmtmd (2025 on); " +
+		"a LLaVA-era server (llama.cpp before March 2024, llamafile) takes image_data (--llamacpp-media image_data)"
 }
 
 // Name implements Adapter.
@@ -53,6 +92,9 @@ type llamacppEvent struct {
 		PredictedPerSecond float64 `json:"predicted_per_second"`
 	} `json:"timings"`
 	Error any `json:"error"`
+	// Multimodal is in every event of a LLaVA-era server: whether it
+	// was started with a projector (--mmproj) and so took the images.
+	Multimodal *bool `json:"multimodal"`
 }
 
 // Decode implements Adapter.
@@ -66,6 +108,19 @@ func (LlamaCpp) Decode(body io.Reader, resp *Response) {
 			resp.fail(ClassStreamError, "server error in stream: %s", ErrorMessage(ev.Data))
 			return false
 		}
+		// A server that ignores image_data answers the text alone: a
+		// LLaVA-era one without a projector says multimodal false, a later
+		// one says nothing of it.
+		if resp.imageData && (e.Multimodal == nil || !*e.Multimodal) {
+			said := "its events say nothing of multimodal: a llama.cpp server from after March 2024 ignores image_data"
+			if e.Multimodal != nil {
+				said = "its events say multimodal false: it was started without a projector (--mmproj)"
+				resp.formRight = true
+			}
+			resp.fail(ClassStreamError, "the server did not take the images: %s", said)
+			return false
+		}
+		resp.imageData = false // checked once
 		addChunk(resp, ev.At, e.Content, "")
 		if !e.Stop {
 			return false

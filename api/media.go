@@ -66,7 +66,7 @@ func CarriesMedia(a Adapter, kind string) bool {
 	case Responses, Anthropic, Ollama:
 		return kind == KindImage
 	case LlamaCpp:
-		return true
+		return !a.ImageData || kind == KindImage
 	}
 	return false
 }
@@ -130,6 +130,20 @@ func withMedia(a Adapter, req *Request) (*Request, error) {
 		}
 		set("messages", msgs)
 	case LlamaCpp:
+		if a.ImageData {
+			// "[img-N]" in front of the text for image N, the images
+			// beside the prompt with their ids.
+			var prompt strings.Builder
+			images := make([]any, len(req.Media))
+			for i := range req.Media {
+				fmt.Fprintf(&prompt, "[img-%d]\n", i+1)
+				images[i] = map[string]any{"data": req.Media[i].Base64, "id": i + 1}
+			}
+			prompt.WriteString(req.Prompt())
+			set("prompt", prompt.String())
+			set("image_data", images)
+			break
+		}
 		// One marker per file, in front of the text, and the files as raw
 		// base64 (a data: URL is refused) inside the prompt object.
 		data := make([]string, len(req.Media))

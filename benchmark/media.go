@@ -12,7 +12,6 @@ import (
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/media"
 	"github.com/tokbench/tokbench/metrics"
-	"github.com/tokbench/tokbench/workload"
 )
 
 // MaxImagesPerRequest bounds Workload.Media.Images.
@@ -33,9 +32,8 @@ func (r *run) checkMedia() error {
 	case !(m.AudioSeconds >= 0) || m.AudioSeconds > media.MaxAudioSeconds:
 		return fieldErrorf("Workload.Media.AudioSeconds", "want 0 to %d seconds, got %g", media.MaxAudioSeconds, m.AudioSeconds)
 	}
-	if lc, ok := r.adapter.(api.LlamaCpp); ok && r.detected != nil && r.detected.Facts["media_marker"] != "" {
-		lc.MediaMarker = r.detected.Facts["media_marker"] // the server's own
-		r.adapter = lc
+	if err := r.llamaCppMedia(); err != nil {
+		return err
 	}
 	wl := r.p.Workload
 	kinds := map[string]string{} // kind → the field that asks for it
@@ -63,6 +61,10 @@ func (r *run) checkMedia() error {
 				can = append(can, name)
 			}
 		}
+		if lc, ok := r.adapter.(api.LlamaCpp); ok && lc.ImageData {
+			return fieldErrorf(field, "llama.cpp's %s form carries images only, not %s (its %s form carries both; --llamacpp-media picks the form)",
+				api.LlamaCppImageData, kind, api.LlamaCppMultimodalData)
+		}
 		return fieldErrorf(field, "the %s API cannot carry %s in a request (%s can)", r.adapter.Name(), kind, strings.Join(can, ", "))
 	}
 	return nil
@@ -71,6 +73,41 @@ func (r *run) checkMedia() error {
 // mediaPairs is how many requests with media, and text-only ones, measure
 // what the media add to TTFT at idle (metrics.MediaCost).
 const mediaPairs = 3
+
+// CheckLlamaCppMedia refuses a LlamaCppMedia that is not a form, or one
+// given for an API other than llamacpp (or auto).
+func CheckLlamaCppMedia(apiName, form string) error {
+	switch {
+	case form != "" && form != api.LlamaCppMultimodalData && form != api.LlamaCppImageData:
+		return fieldErrorf("LlamaCppMedia", "unknown %q (known: %s, %s)", form, api.LlamaCppMultimodalData, api.LlamaCppImageData)
+	case form != "" && apiName != "llamacpp" && apiName != "auto":
+		return fieldErrorf("LlamaCppMedia", "applies to --api llamacpp, not %s", apiName)
+	}
+	return nil
+}
+
+// llamaCppMedia sets how a llama.cpp adapter sends media: in the form
+// asked for, else the one the server's GET /props points to, with the
+// server's own media marker.
+func (r *run) llamaCppMedia() error {
+	lc, ok := r.adapter.(api.LlamaCpp)
+	if !ok {
+		return CheckLlamaCppMedia(r.adapter.Name(), r.p.LlamaCppMedia)
+	}
+	if err := CheckLlamaCppMedia(lc.Name(), r.p.LlamaCppMedia); err != nil {
+		return err
+	}
+	form := r.p.LlamaCppMedia
+	if r.detected != nil {
+		lc.MediaMarker = r.detected.Facts["media_marker"] // the server's own
+		if form == "" {
+			form = r.detected.Facts["media_form"]
+		}
+	}
+	lc.ImageData = form == api.LlamaCppImageData
+	r.adapter = lc
+	return nil
+}
 
 // twin measures, once a run, what the server's prompt count adds to a
 // request's text, so that the tokens of the media are the prompt's less
@@ -202,11 +239,17 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 func medianOf(v []float64) float64 { return metrics.Percentile(slices.Sorted(slices.Values(v)), 50) }
 
-// mediaMeta is run.json's like-for-like account of the synthetic media
-// (compare refuses to set runs with other media side by side unnoticed):
-// "images" ("2 × 1024x1024 png") and "audio_seconds".
-func mediaMeta(m workload.MediaSpec) map[string]string {
+// mediaMeta is run.json's like-for-like account of what requests carry
+// beside their prompts (compare names runs that differ in it as not like
+// for like, and a run without a key as one whose requests carried none):
+// "images" ("2 × 1024x1024 png"), "audio_seconds", and an embeddings
+// request's "embed_inputs".
+func mediaMeta(wl Workload) map[string]string {
 	out := map[string]string{}
+	if wl.EmbedInputs > 0 {
+		out["embed_inputs"] = fmt.Sprint(wl.EmbedInputs)
+	}
+	m := wl.Media
 	if m.Images > 0 {
 		out["images"] = fmt.Sprintf("%d × %dx%d %s", m.Images, m.Width, m.Height, m.Format)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -320,5 +321,22 @@ func TestMediaCostAtIdle(t *testing.T) {
 	}
 	if want := fmt.Sprintf("media at idle: TTFT %.1f ms with them", c.TTFTMediaMs); !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "(20.2 ms an image)") {
 		t.Errorf("the table does not carry the cost (%q):\n%s", want, out.String())
+	}
+}
+
+// TestMediaMeta: run.json's meta says what every request carried beside
+// its prompt, and nothing of what none carried (compare reads a missing
+// key as none).
+func TestMediaMeta(t *testing.T) {
+	wl := Workload{EmbedInputs: 16}
+	wl.Media.Images, wl.Media.Width, wl.Media.Height, wl.Media.Format = 2, 1024, 768, "png"
+	wl.Media.AudioSeconds = 4.5
+	got := mediaMeta(wl)
+	want := map[string]string{"embed_inputs": "16", "images": "2 × 1024x768 png", "audio_seconds": "4.5"}
+	if !maps.Equal(got, want) {
+		t.Errorf("mediaMeta = %v, want %v", got, want)
+	}
+	if got := mediaMeta(Workload{}); len(got) != 0 {
+		t.Errorf("mediaMeta of a text workload = %v, want none", got)
 	}
 }

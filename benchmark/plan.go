@@ -66,7 +66,12 @@ type Plan struct {
 	// ContinuousUsage is auto (ask vLLM and the simulator for usage in
 	// every chunk), on or off.
 	ContinuousUsage Switch
-	IgnoreEOS       bool
+	// LlamaCppMedia is the form in which API llamacpp sends images:
+	// api.LlamaCppMultimodalData, api.LlamaCppImageData, or empty to take
+	// the one the server's GET /props points to (multimodal_data when it
+	// says nothing).
+	LlamaCppMedia string
+	IgnoreEOS     bool
 	// ServerMetrics scrapes the server's /metrics around each level; with
 	// API auto it is on for the engines known to serve latency series.
 	ServerMetrics bool

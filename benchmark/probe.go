@@ -153,7 +153,7 @@ func (r *run) meta() map[string]string {
 			add(k, v)
 		}
 	}
-	for k, v := range mediaMeta(r.p.Workload.Media) {
+	for k, v := range mediaMeta(r.p.Workload) {
 		add(k, v)
 	}
 	if r.maxModelLen > 0 {

@@ -29,6 +29,7 @@
 package compare
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -427,9 +428,14 @@ func LikeForLike(a, b *Run) []Mismatch {
 		va, okA := a.Meta.Meta[k]
 		vb, okB := b.Meta.Meta[k]
 		// Metadata only one run has (a probe the other did not make) says
-		// nothing of the other: only values both runs have can differ.
+		// nothing of the other: only values both runs have can differ. A
+		// workload key is written whenever its workload had it, so one
+		// run's lacking it is a run without it.
 		if okA && okB && va != vb {
 			out = append(out, Mismatch{k, va, vb})
+		}
+		if workloadKeys[k] && okA != okB {
+			out = append(out, Mismatch{k, cmp.Or(va, "none"), cmp.Or(vb, "none")})
 		}
 	}
 	la, lb := loadSet(a), loadSet(b)
@@ -438,6 +444,12 @@ func LikeForLike(a, b *Run) []Mismatch {
 	}
 	return out
 }
+
+// workloadKeys are the run.json meta keys a run has whenever its requests
+// carried what they name (bench writes them; see benchmark's meta): the
+// media ("images", "audio_seconds") and an embeddings request's inputs
+// ("embed_inputs"). A run without the key carried none.
+var workloadKeys = map[string]bool{"images": true, "audio_seconds": true, "embed_inputs": true}
 
 // cacheMismatch says when two runs of a level were served from the
 // server's prompt cache in different measure (shares of completed requests

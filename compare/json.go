@@ -74,6 +74,10 @@ type JSONGate struct {
 	Conditions string     `json:"conditions"`
 	Failed     bool       `json:"failed"`
 	Trips      []JSONTrip `json:"checks"`
+	// Unlike are the comparisons the gate judged whose runs are not like
+	// for like, "B: field differs: A …, B …" each: its verdict compares
+	// different workloads.
+	Unlike []string `json:"not_like_for_like,omitempty"`
 }
 
 // JSONTrip is one condition at one level of one comparison.
@@ -156,6 +160,9 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 		rep.Tested += o.Diff.Tested()
 		rep.ByChance += o.Diff.ByChance()
 		if len(conds) > 0 {
+			for _, m := range o.Diff.Mismatches {
+				rep.Gate.Unlike = append(rep.Gate.Unlike, fmt.Sprintf("%s: %s", b.Dir, m))
+			}
 			o.Trips = o.Diff.Check(conds)
 			for _, t := range o.Trips {
 				rep.Gate.Trips = append(rep.Gate.Trips, JSONTrip{B: b.Dir, Load: t.Load, Cond: t.Cond.Expr,
@@ -170,17 +177,31 @@ func All(base *Run, others []*Run, opt Options, conds []Condition, failIf string
 	return outs, rep, nothing
 }
 
-// Failed are the gate's failures over every comparison, "B: reason" each.
+// Failed are the gate's failures over every comparison, "B: reason" each,
+// saying when the runs compared are not like for like.
 func Failed(outs []Outcome) []string {
 	var failed []string
 	for _, o := range outs {
 		for _, t := range o.Trips {
 			if t.Fails {
-				failed = append(failed, fmt.Sprintf("%s: %s", o.B.Dir, t.Reason))
+				f := fmt.Sprintf("%s: %s", o.B.Dir, t.Reason)
+				if len(o.Diff.Mismatches) > 0 {
+					f += fmt.Sprintf(" (not like for like: %s)", o.Diff.unlike())
+				}
+				failed = append(failed, f)
 			}
 		}
 	}
 	return failed
+}
+
+// unlike names the fields in which the runs are not like for like.
+func (d *Diff) unlike() string {
+	fields := make([]string, len(d.Mismatches))
+	for i, m := range d.Mismatches {
+		fields[i] = m.Field
+	}
+	return strings.Join(fields, ", ")
 }
 
 // WriteText writes every comparison as text, then, with a gate
@@ -197,6 +218,9 @@ func WriteText(w io.Writer, outs []Outcome, failIf string) ([]string, error) {
 		}
 		if failIf != "" {
 			fmt.Fprintln(w, "\ngate --fail-if "+failIf)
+			if n := len(o.Diff.Mismatches); n > 0 {
+				fmt.Fprintf(w, "  WARNING: this gate compares runs that are not like for like (%s)\n", o.Diff.unlike())
+			}
 		}
 		for _, t := range o.Trips {
 			mark := "ok  "

@@ -100,6 +100,9 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		// MediaMarker stands for each image or sound in a multimodal
 		// prompt (random per instance in newer builds).
 		MediaMarker string `json:"media_marker"`
+		// Modalities are what the model reads besides text (libmtmd
+		// servers: {"vision": …, "audio": …}).
+		Modalities json.RawMessage `json:"modalities"`
 	}
 	if p.get(ctx, "/props", &props) && props.DefaultGenerationSettings != nil && props.BuildInfo != simEngine {
 		d.API, d.Engine, d.Version = "llamacpp", "llama.cpp", props.BuildInfo
@@ -108,6 +111,7 @@ func Detect(ctx context.Context, c *http.Client, base string, header http.Header
 		setFact(d.Facts, "model_context_length", itoa(d.MaxContext))
 		setFact(d.Facts, "server_slots", itoa(props.TotalSlots))
 		setFact(d.Facts, "media_marker", props.MediaMarker)
+		setFact(d.Facts, "media_form", llamaCppMediaForm(props.MediaMarker, props.Modalities))
 		if props.DefaultGenerationSettings.Speculative {
 			setFact(d.Facts, "speculative", "true")
 		}
@@ -324,4 +328,16 @@ func pick(listed []string, model string) int {
 		}
 	}
 	return 0
+}
+
+// llamaCppMediaForm is the form in which a llama.cpp server's /completion
+// takes media, from its GET /props: a server built on libmtmd names its
+// media_marker or modalities and takes multimodal_data; one without
+// either is from before (a LLaVA-era server, llamafile's) and takes
+// image_data, or no media at all.
+func llamaCppMediaForm(marker string, modalities json.RawMessage) string {
+	if m := bytes.TrimSpace(modalities); marker != "" || (len(m) > 0 && string(m) != "null") {
+		return api.LlamaCppMultimodalData
+	}
+	return api.LlamaCppImageData
 }

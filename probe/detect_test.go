@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tokbench/tokbench/api"
 )
 
 // fake serves fixed bodies by "METHOD /path"; anything else is a 404.
@@ -62,7 +64,7 @@ func TestDetect(t *testing.T) {
 			"GET /health":    `{"status":"ok"}`,
 		}, "/v1", Detection{API: "llamacpp", Engine: "llama.cpp", Version: "b0-unknown", Models: []string{"model/rand-1024x8.gguf"}, MaxContext: 1024,
 			Facts: map[string]string{"model_path": "model/rand-1024x8.gguf", "model_context_length": "1024", "model_params": "155730944",
-				"model_size_bytes": "311496704", "model_context_train": "4096", "server_slots": "4"}}},
+				"model_size_bytes": "311496704", "model_context_train": "4096", "server_slots": "4", "media_form": "image_data"}}},
 		{"tgi", map[string]string{
 			"GET /info":   `{"model_id":"meta-llama/Llama-3.1-8B-Instruct","model_dtype":"torch.bfloat16","max_input_tokens":8191,"max_total_tokens":8192,"router":"text-generation-router","version":"3.3.4"}`,
 			"GET /health": ``,
@@ -185,5 +187,24 @@ func TestDetectKeepsTheQuery(t *testing.T) {
 	}
 	if len(seen) < 4 {
 		t.Errorf("probes %v", seen)
+	}
+}
+
+// TestLlamaCppMediaForm: a /props naming media_marker or modalities is a
+// libmtmd server's (multimodal_data); one naming neither, as the LLaVA-era
+// servers' and llamafile's, points to image_data.
+func TestLlamaCppMediaForm(t *testing.T) {
+	for _, tc := range []struct {
+		marker, modalities, want string
+	}{
+		{"<__media_x__>", `{"vision":true}`, api.LlamaCppMultimodalData},
+		{"", `{"vision":false,"audio":false}`, api.LlamaCppMultimodalData},
+		{"<__media__>", "", api.LlamaCppMultimodalData},
+		{"", "", api.LlamaCppImageData},
+		{"", "null", api.LlamaCppImageData},
+	} {
+		if got := llamaCppMediaForm(tc.marker, json.RawMessage(tc.modalities)); got != tc.want {
+			t.Errorf("llamaCppMediaForm(%q, %s) = %q, want %q", tc.marker, tc.modalities, got, tc.want)
+		}
 	}
 }

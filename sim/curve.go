@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -34,16 +35,52 @@ type CurveConfig struct {
 	// Media go with every request: their tokens join PromptTokens, and
 	// their encoders' time comes before each request reaches the engine.
 	Media MediaLoad
+	// Embed, when its Inputs are set, makes every request an embeddings
+	// request of that many inputs of PromptTokens each, run as the
+	// server runs one (EmbedRequest); MaxTokens is then unused.
+	Embed EmbedLoad
+}
+
+// EmbedLoad is the shape of a curve's embeddings requests.
+type EmbedLoad struct {
+	// Inputs are the texts of each request (0: the requests are not
+	// embeddings requests).
+	Inputs int
+	// Dims is the answers' vector dimension (0: the server's, 384).
+	Dims int
+	// NoUsage is a protocol whose answer counts no tokens (TEI's): the
+	// records count the inputs sent, as bench does against it.
+	NoUsage bool
+}
+
+// request is the engine's request of one of the curve's requests, before
+// its ID and arrival: an embeddings request's summed inputs ending at
+// their first token, else the prompt and its media and MaxTokens.
+func (c CurveConfig) request(mediaTokens int) Request {
+	if c.Embed.Inputs > 0 {
+		inputs := make([]int, c.Embed.Inputs)
+		for i := range inputs {
+			inputs[i] = c.PromptTokens
+		}
+		return EmbedRequest(0, inputs)
+	}
+	return Request{PromptTokens: c.PromptTokens + mediaTokens, MaxTokens: c.MaxTokens}
 }
 
 // Curve runs each level of c through the engine in virtual time and
 // summarizes it with the metrics code bench uses.
 func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]metrics.Level, error) {
 	mc := c.Media.Cost()
-	prompt, enc := c.PromptTokens+mc.Tokens, EncoderTime(mc.EncoderFLOPs, c.Media.Hardware, c.Media.GPUs)
+	req, enc := c.request(mc.Tokens), EncoderTime(mc.EncoderFLOPs, c.Media.Hardware, c.Media.GPUs)
+	records := func(level int, traces []Trace) []metrics.Record {
+		if c.Embed.Inputs > 0 {
+			return c.Embed.records(level, traces)
+		}
+		return c.Media.mark(Records(level, traces), c.PromptTokens)
+	}
 	var spread time.Duration
 	if !c.Lockstep {
-		one, err := RunClosedLoop(ctx, eng, cost, ClosedLoop{Users: 1, Requests: 1, PromptTokens: prompt, Encode: enc, MaxTokens: c.MaxTokens})
+		one, err := RunClosedLoop(ctx, eng, cost, ClosedLoop{Users: 1, Requests: 1, PromptTokens: req.PromptTokens, Encode: enc, MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS})
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +95,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 			n = max(4*u, 16)
 		}
 		load := metrics.Load{Mode: metrics.ModeConcurrency, Concurrency: u}
-		cl := ClosedLoop{Users: u, Requests: n, PromptTokens: prompt, Encode: enc, MaxTokens: c.MaxTokens, StartSpread: spread}
+		cl := ClosedLoop{Users: u, Requests: n, PromptTokens: req.PromptTokens, Encode: enc, MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS, StartSpread: spread}
 		var lv metrics.Level
 		if c.Phases > 1 && u > 1 && !c.Lockstep {
 			rng := rand.New(rand.NewPCG(eng.Seed, uint64(u)))
@@ -73,7 +110,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 				if err != nil {
 					return nil, err
 				}
-				runs[k] = metrics.Summarize(load, c.Media.mark(Records(i, traces), c.PromptTokens), 0)
+				runs[k] = metrics.Summarize(load, records(i, traces), 0)
 			}
 			lv = metrics.MeanOfRuns(runs, nil)
 			onePhase(&lv, c.Phases)
@@ -82,7 +119,7 @@ func Curve(ctx context.Context, eng EngineConfig, cost Cost, c CurveConfig) ([]m
 			if err != nil {
 				return nil, err
 			}
-			lv = metrics.Summarize(load, c.Media.mark(Records(i, traces), c.PromptTokens), 0)
+			lv = metrics.Summarize(load, records(i, traces), 0)
 		}
 		if u > 1 {
 			lv.Lockstep = c.Lockstep
@@ -123,6 +160,34 @@ func Records(level int, traces []Trace) []metrics.Record {
 	return recs
 }
 
+// records turns the traces of embeddings requests into the records bench
+// makes of their answers: no token stream, each request's latency (its
+// DoneMs) from its arrival to the end of the step that ran the last of
+// its prefill, its inputs and their tokens.
+func (e EmbedLoad) records(level int, traces []Trace) []metrics.Record {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	dims := cmp.Or(e.Dims, defaultEmbedDims)
+	src := metrics.SourceUsage
+	if e.NoUsage {
+		src = metrics.SourceTokenizer
+	}
+	recs := make([]metrics.Record, len(traces))
+	for i, t := range traces {
+		r := metrics.Record{
+			ID: int(t.ID), Level: level, OffsetMs: ms(t.Arrival), OK: len(t.ChunkAt) > 0,
+			InputTokens: t.PromptTokens, InputTokensRequested: t.PromptTokens,
+			EmbedInputs: e.Inputs, EmbedDims: dims, TokenSource: src,
+		}
+		if r.OK {
+			r.DoneMs = ms(t.ChunkAt[len(t.ChunkAt)-1] - t.Arrival)
+		} else {
+			r.ErrorClass = "not_run"
+		}
+		recs[i] = r
+	}
+	return recs
+}
+
 // onePhase makes a level folded from k phase replicas count as one run of
 // it, the requests asked for: the replicas are one level's expected run,
 // not k runs of it (metrics.MeanOfRuns sums their counts, as repeated
@@ -138,6 +203,9 @@ func onePhase(lv *metrics.Level, k int) {
 	lv.InputTokens, lv.OutputTokens = per(lv.InputTokens), per(lv.OutputTokens)
 	for _, st := range []*metrics.Stats{&lv.TTFT, &lv.TTFVT, &lv.DecodeTPS, &lv.TPOT, &lv.ITL, &lv.E2E, &lv.E2ETPS, &lv.ChunkGap, &lv.TokensPerChunk} {
 		st.Count = per(st.Count)
+	}
+	if e := lv.Embeddings; e != nil {
+		e.Inputs, e.Tokens, e.Latency.Count = per(e.Inputs), per(e.Tokens), per(e.Latency.Count)
 	}
 	s := &lv.Shortfall
 	s.RequestedTokens, s.ReceivedTokens, s.ShortRequests = per(s.RequestedTokens), per(s.ReceivedTokens), per(s.ShortRequests)

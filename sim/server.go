@@ -103,6 +103,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// ModelLen is the most tokens one request, or one input of an
+// embeddings request, may hold: MaxModelLen, or its default for the
+// model.
+func (c Config) ModelLen() int { return c.withDefaults().MaxModelLen }
+
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.Model == "" {

@@ -67,7 +67,7 @@ otherwise) and benchmarks it over real HTTP.`,
 
 // benchFlagGroups are bench's flags in its help, by purpose.
 var benchFlagGroups = []flagGroup{
-	{"Target", []string{"url", "api", "model", "header", "api-key-env", "api-key-file", "insecure", "ca-cert", "http2", "redirects"}},
+	{"Target", []string{"url", "api", "llamacpp-media", "model", "header", "api-key-env", "api-key-file", "insecure", "ca-cert", "http2", "redirects"}},
 	{"Load", []string{"concurrency", "rate", "arrival", "burstiness", "max-concurrency", "requests", "duration", "warmup",
 		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "turns", "think-time", "shard", "start-at",
 		"summary-every", "trace", "trace-format", "trace-speed", "trace-window"}},

@@ -197,6 +197,9 @@ func (o *planning) protocol() error {
 	default:
 		return usagef("--continuous-usage: unknown %q (known: auto, on, off)", o.ContinuousUsage)
 	}
+	if err := benchmark.CheckLlamaCppMedia(o.API, o.LlamaCppMedia); err != nil {
+		return err
+	}
 	return benchmark.CheckContinuousUsage(o.API, benchmark.Switch(o.ContinuousUsage))
 }
 

@@ -57,6 +57,7 @@ type benchOptions struct {
 	MinTokens              int
 	IgnoreEOS              bool
 	ContinuousUsage        string
+	LlamaCppMedia          string
 	Seed                   uint64
 	// EmbedInputs, Tools and ToolsFile are the requests' shape beyond
 	// their prompts (requestShape).
@@ -183,7 +184,7 @@ func (opts benchOptions) plan(env planEnv) (*benchmark.Plan, error) {
 	p := &benchmark.Plan{
 		URL: o.URL, API: o.API, Model: o.Model, Header: http.Header{},
 		Sim:             benchmark.SimOptions{Quant: o.Quant, Hardware: o.Hardware, GPUs: o.GPUs, Seed: o.Seed},
-		ContinuousUsage: benchmark.Switch(o.ContinuousUsage), IgnoreEOS: o.IgnoreEOS, ServerMetrics: o.ServerMetrics,
+		ContinuousUsage: benchmark.Switch(o.ContinuousUsage), LlamaCppMedia: o.LlamaCppMedia, IgnoreEOS: o.IgnoreEOS, ServerMetrics: o.ServerMetrics,
 		Client: benchmark.ClientOptions{
 			Timeout: o.Timeout, StallTimeout: o.StallTimeout, Grace: o.Grace,
 			Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Connections == "cold",

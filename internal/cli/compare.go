@@ -36,8 +36,9 @@ Mann-Whitney U test of those samples (--alpha). An aggregate with one value
 per level (output tok/s, req/s) has no samples to test: a move past
 --min-change reads "better?" or "worse?" and is not counted as a change. Runs
 that are not like for like (model, api, hardware, quant, engine, gpus, token
-lengths, load levels) are named in a WARNING line (on stderr too when stdout
-is not a terminal, so a log shows it once).
+lengths, images, audio, embeddings inputs, load levels) are named in a
+WARNING line (on stderr too when stdout is not a terminal, so a log shows it
+once), and a --fail-if gate over them says so beside its verdict.
 
 --fail-if takes conditions on B against A, e.g. "ttft_p95>+10%,decode_tps_p50<-5%"
 (without % the change is absolute, in the metric's unit); the command exits 1

@@ -88,6 +88,14 @@ func TestCompareGate(t *testing.T) {
 	if n := strings.Count(out.String()+errb.String(), "hardware differs"); n != 1 {
 		t.Errorf("on a terminal the mismatch is said %d times, want once:\nstdout %s\nstderr %s", n, out.String(), errb.String())
 	}
+	// A gate over runs not like for like says so, tripped or not: in its
+	// failure, and in the JSON's gate.
+	slowOther := writeCompareRun(t, "a100-80gb", 12, 50, 15, 3)
+	code, stdout, stderr = runCLI(context.Background(), nil, "compare", a, slowOther, "--fail-if", gate, "--format", "json")
+	if code != ExitFailure || !strings.Contains(stderr, "decode_tps_p50") || !strings.Contains(stderr, "(not like for like: hardware)") ||
+		!strings.Contains(stdout, `"not_like_for_like": [`) {
+		t.Errorf("gate over unlike runs: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
 }
 
 // TestCompareGateSeparatedRuns is issue 34's case: 16 requests a level,

@@ -87,6 +87,10 @@ func TestMediaFlagsRefused(t *testing.T) {
 		{[]string{"bench", "--dataset", rows, "--requests", "1", "--concurrency", "1", "--quiet"}, `--dataset: rows.jsonl:1: field "images[0]": /dev/zero is not a regular file`},
 		{[]string{"bench", "--images", "1", "--api", "openai-completions", "--requests", "1", "--concurrency", "1", "--quiet"}, "--images: the openai-completions API cannot carry image"},
 		{[]string{"bench", "--images", "1", "--image-format", "bmp", "--requests", "1", "--concurrency", "1", "--quiet"}, "--image-format: want png or jpeg"},
+		{[]string{"bench", "--api", "llamacpp", "--llamacpp-media", "image", "--requests", "1", "--quiet"}, `--llamacpp-media: unknown "image" (known: multimodal_data, image_data)`},
+		{[]string{"bench", "--api", "openai-chat", "--llamacpp-media", "image_data", "--requests", "1", "--quiet"}, "--llamacpp-media: applies to --api llamacpp, not openai-chat"},
+		{[]string{"bench", "--api", "llamacpp", "--llamacpp-media", "image_data", "--audio-seconds", "1", "--requests", "1", "--concurrency", "1", "--quiet"},
+			"--audio-seconds: llama.cpp's image_data form carries images only, not audio"},
 	} {
 		code, _, stderr := runCLI(t.Context(), nil, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {

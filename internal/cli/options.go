@@ -66,6 +66,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchOptions) {
 	fl.IntVar(&o.EmbedInputs, "embed-inputs", o.EmbedInputs, "with an embeddings API (openai-embeddings, ollama-embed, tei-embed): texts per request, each a prompt of the length asked, as a chat prompt is (default 1)")
 	fl.IntVar(&o.Tools, "tools", o.Tools, "send N seeded function definitions (JSON schema) with every request (openai-chat, anthropic) and report whether and when the model calls one")
 	fl.StringVar(&o.ToolsFile, "tools-file", o.ToolsFile, "send the tool definitions of this JSON file (an array of OpenAI, Anthropic or {name, description, parameters} tools; 1 MiB at most) instead of --tools")
+	fl.StringVar(&o.LlamaCppMedia, "llamacpp-media", o.LlamaCppMedia, "the form in which --api llamacpp sends images: multimodal_data (servers built on libmtmd, 2025 on), image_data (LLaVA-era servers, llamafile's); default: the one the server's GET /props points to")
 	fl.StringVar(&o.ContinuousUsage, "continuous-usage", o.ContinuousUsage, "ask for usage in every chunk (stream_options.continuous_usage_stats) for exact tokens per chunk: auto (when the server is vLLM or tokbench's simulator), on, off; openai-chat and openai-completions only")
 
 	fl.StringVar(&o.SLO, "slo", o.SLO, `service-level objectives, e.g. "ttft_p95<=500ms,tps_p5>=40,e2e_p99<=8s"`)

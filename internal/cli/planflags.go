@@ -15,6 +15,7 @@ var planFlags = map[string]string{
 	"Model":                       "--model",
 	"Sim":                         "embedded simulator (--model/--quant/--hardware/--gpus)",
 	"ContinuousUsage":             "--continuous-usage",
+	"LlamaCppMedia":               "--llamacpp-media",
 	"GPUTelemetry":                "--gpu-telemetry",
 	"GPUTelemetry.PricePerKWh":    "--energy-price",
 	"PhysicsIn.GGUF":              "--gguf",

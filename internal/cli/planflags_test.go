@@ -98,6 +98,7 @@ func TestEveryPlanFieldHasAFlag(t *testing.T) {
 		"Secrets":                  {"--header", "Authorization: Bearer t0k"},
 		"APIKeyEnv":                {"--api-key-env", "MY_KEY"},
 		"ContinuousUsage":          {"--continuous-usage", "off"},
+		"LlamaCppMedia":            {"--api", "llamacpp", "--llamacpp-media", "image_data"},
 		"IgnoreEOS":                {"--ignore-eos"},
 		"ServerMetrics":            {"--server-metrics"},
 		"GPUTelemetry":             {"--gpu-telemetry", "dcgm=http://127.0.0.1:9400", "--energy-price", "0.1/kWh"},

@@ -109,6 +109,14 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"serve", "--model", "llama-3.1-405b"}, "--model"}, // does not fit on one H100
 		{[]string{"serve", "--max-batch", "0"}, "--max-batch"},
 		{[]string{"simulate", "--front-end", "sglang"}, "--front-end"},
+		{[]string{"simulate", "--api", "grpc"}, "--api"},
+		{[]string{"simulate", "--embed-inputs", "4"}, "--embed-inputs"},
+		{[]string{"simulate", "--api", "openai-chat", "--embed-inputs", "4"}, "--embed-inputs"},
+		{[]string{"simulate", "--api", "tei-embed", "--embed-inputs", "70000"}, "--embed-inputs"},
+		{[]string{"simulate", "--api", "tei-embed", "--output-tokens", "8"}, "--output-tokens"},
+		{[]string{"simulate", "--api", "tei-embed", "--images", "1"}, "--images"},
+		{[]string{"simulate", "--api", "tei-embed", "--input-tokens", "200000"}, "--input-tokens"},
+		{[]string{"simulate", "--api", "tei-embed", "--embed-inputs", "64", "--input-tokens", "8192"}, "--embed-inputs × --input-tokens"},
 		{[]string{"serve", "--front-end", "vllm", "--calibration", "cal.json"}, "--front-end"},
 	} {
 		code, _, stderr := runCLI(t.Context(), nil, tc.args...)

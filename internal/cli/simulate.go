@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/calibrate"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/report"
@@ -24,6 +25,8 @@ func newSimulateCmd(env Env) *cobra.Command {
 		images                  int
 		imageSize               string
 		audioSeconds            float64
+		apiName                 string
+		embedInputs             int
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -42,14 +45,22 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 			if err != nil {
 				return err
 			}
+			if _, err := api.ByName(apiName); err != nil && apiName != "auto" {
+				return usagef("--api: %v", err)
+			}
+			inputs, err := embedShape(apiName, embedInputs)
+			if err != nil {
+				return err
+			}
+			embed := simEmbed{API: apiName, Inputs: inputs, Dims: cfg.EmbedDims}
 			switch {
 			case requests < 0:
 				return usagef("--requests: must be positive, got %d", requests)
 			case input < 1:
 				return usagef("--input-tokens: must be at least 1, got %d", input)
-			case output < 1:
+			case inputs == 0 && output < 1:
 				return usagef("--output-tokens: must be at least 1, got %d", output)
-			case input+output > cfg.Cost.KVCapacityTokens():
+			case inputs == 0 && input+output > cfg.Cost.KVCapacityTokens():
 				return usagef("--input-tokens + --output-tokens: %d tokens do not fit in the KV cache (%d tokens)",
 					input+output, cfg.Cost.KVCapacityTokens())
 			case format != "table" && format != "json":
@@ -58,6 +69,11 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 				return usagef("--phases: want 1 to 256, got %d", phases)
 			case phases > 1 && lockstep:
 				return usagef("--phases: the users of a --lockstep level start together: give one or the other")
+			}
+			if inputs > 0 {
+				if err := embed.check(cfg, input, cmd.Flags().Changed); err != nil {
+					return err
+				}
 			}
 			mediaLoad, err := simMedia(images, imageSize, audioSeconds)
 			if err != nil {
@@ -74,18 +90,27 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 			if f.cal != nil {
 				sum.Target.Model = f.cal.Target.Model
 			}
-			levels, err := sim.Curve(cmd.Context(), cfg.Engine, cfg.Cost, sim.CurveConfig{
+			curve := sim.CurveConfig{
 				Users: users, Requests: requests, PromptTokens: input, MaxTokens: output, Lockstep: lockstep, Phases: phases,
 				Media: mediaLoad,
-			})
+			}
+			if inputs > 0 {
+				curve.Embed = sim.EmbedLoad{Inputs: inputs, Dims: cfg.EmbedDims, NoUsage: apiName == api.EmbedTEI}
+				sum.Target.API, output = apiName, 0
+			}
+			levels, err := sim.Curve(cmd.Context(), cfg.Engine, cfg.Cost, curve)
 			if err != nil {
 				return err
 			}
 			sum.Levels = levels
 			if format == "json" {
-				return writeSimJSON(env, sum, &f, input, output)
+				return writeSimJSON(env, sum, &f, simShape{input, output, inputs})
 			}
-			fmt.Fprintf(env.Stdout, "simulated %s, %d in / %d out tokens, virtual time\n", f.preset(), input, output)
+			if inputs > 0 {
+				fmt.Fprintf(env.Stdout, "simulated %s, %s: %d inputs of %d tokens a request, virtual time\n", f.preset(), apiName, inputs, input)
+			} else {
+				fmt.Fprintf(env.Stdout, "simulated %s, %d in / %d out tokens, virtual time\n", f.preset(), input, output)
+			}
 			if err := report.Table(env.Stdout, sum); err != nil {
 				return err
 			}
@@ -112,8 +137,38 @@ from the same metrics code as bench; see docs/simulator.md for the model.`,
 	fl.IntVar(&images, "images", 0, "images in every request, encoded and prefilled as Qwen2-VL's (see docs/simulator.md)")
 	fl.StringVar(&imageSize, "image-size", "512x512", "the images' size, WIDTHxHEIGHT in pixels")
 	fl.Float64Var(&audioSeconds, "audio-seconds", 0, "seconds of sound in every request, encoded and prefilled as Qwen2-Audio's")
+	fl.StringVar(&apiName, "api", "openai-chat", fmt.Sprintf("the requests' protocol: an embeddings API (%s, %s, %s) simulates embeddings requests of --embed-inputs inputs; any other streamed answers", api.EmbedOpenAI, api.EmbedOllama, api.EmbedTEI))
+	fl.IntVar(&embedInputs, "embed-inputs", 0, "with an embeddings API: texts per request, each --input-tokens long (default 1)")
 	return cmd
 }
+
+// simEmbed is simulate's embeddings requests: Inputs texts a request in
+// protocol API, answered with vectors of Dims.
+type simEmbed struct {
+	API          string
+	Inputs, Dims int
+}
+
+// check refuses what the simulated server would refuse of requests of
+// e.Inputs inputs of input tokens each, and the flags that do not apply.
+func (e simEmbed) check(cfg sim.Config, input int, set func(string) bool) error {
+	total := e.Inputs * input
+	switch {
+	case set("output-tokens"):
+		return usagef("--output-tokens: an embeddings API (--api %s) has no output tokens; leave it out", e.API)
+	case set("images") || set("audio-seconds"):
+		return usagef("--images, --audio-seconds: an embeddings API (--api %s) embeds text only", e.API)
+	case input > cfg.ModelLen():
+		return usagef("--input-tokens: %d tokens an input, the model's maximum is %d", input, cfg.ModelLen())
+	case total+1 > cfg.Cost.KVCapacityTokens():
+		return usagef("--embed-inputs × --input-tokens: %d tokens a request do not fit in the KV cache (%d tokens)",
+			total, cfg.Cost.KVCapacityTokens())
+	}
+	return nil
+}
+
+// simShape is the requests' shape a simulation's JSON states.
+type simShape struct{ input, output, embedInputs int }
 
 // fitErrorNote is what stands beside every calibrated prediction: how
 // far the fit missed the levels it was fitted to.
@@ -136,7 +191,7 @@ func fitErrorNote(cal *calibrate.File) string {
 const calibratedPhases = 16
 
 // writeSimJSON writes the summary with the simulated deployment in target.
-func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) error {
+func writeSimJSON(env Env, s metrics.Summary, f *simFlags, shape simShape) error {
 	type target struct {
 		metrics.Target
 		Hardware     string `json:"hardware"`
@@ -144,7 +199,10 @@ func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) er
 		GPUs         int    `json:"gpus"`
 		InputTokens  int    `json:"input_tokens"`
 		OutputTokens int    `json:"output_tokens"`
-		Clock        string `json:"clock"`
+		// EmbedInputs are each embeddings request's inputs, of
+		// InputTokens each.
+		EmbedInputs int    `json:"embed_inputs,omitempty"`
+		Clock       string `json:"clock"`
 		// Calibration is the calibration file simulated, when one was.
 		Calibration string `json:"calibration,omitempty"`
 	}
@@ -170,7 +228,7 @@ func writeSimJSON(env Env, s metrics.Summary, f *simFlags, input, output int) er
 		Target      target  `json:"target"`
 		Interrupted bool    `json:"interrupted"`
 		Levels      []level `json:"levels"`
-	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, input, output, "virtual", ""}, false, levels}
+	}{s.Schema, target{s.Target, f.hardware, f.quant, f.gpus, shape.input, shape.output, shape.embedInputs, "virtual", ""}, false, levels}
 	if f.cal != nil {
 		out.Target.Hardware, out.Target.Quant, out.Target.GPUs = "", "", 0
 		out.Target.Calibration = f.calibration
