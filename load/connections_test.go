@@ -91,7 +91,8 @@ func TestConnectionSetupOutsideTTFT(t *testing.T) {
 			r.Cold, r.Client.CountSetup = c.cold, c.setup
 			watch := busy.Start()
 			res, err := r.RunLevel(context.Background(), 0, Level{Load: metrics.Load{Mode: "concurrency", Concurrency: users}, Requests: requests}, fixedSource{maxTokens: 4})
-			timed := watch.Stop().Judge(t, "TTFT against the server's first write")
+			lag := watch.Stop()
+			timed := lag.Judge(t, "TTFT against the server's first write")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,10 @@ func TestConnectionSetupOutsideTTFT(t *testing.T) {
 					t.Errorf("record %d opened a connection: wait %.1f ms, TLS %.1f ms; want a wait ≥ %.0f with a TLS phase", rec.ID, p.ConnWaitMs, p.TLSMs, hs)
 				}
 				if timed {
-					onTheWay(t, fmt.Sprintf("record %d TTFT", rec.ID), truth[i], 0, rec, rec.TTFTMs, ttftTolMs)
+					// A quiet machine may still pause the process once, between
+					// the server's write and the client's read: the watch saw
+					// its longest pause, which the tolerance allows.
+					onTheWay(t, fmt.Sprintf("record %d TTFT", rec.ID), truth[i], 0, rec, rec.TTFTMs, ttftTolMs+lag.MaxMs)
 				}
 				// Set-up is in TTFT only when asked: the 80 ms handshake
 				// cannot hide in a 30 ms TTFT.
