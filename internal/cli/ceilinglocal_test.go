@@ -71,7 +71,9 @@ func TestCeilingLocalBesideAnIndependentReader(t *testing.T) {
 	lo, hi := 0.0, 0.0
 	ceilingBest := 0.0
 	var doubt string
-	for i := range 2 {
+	// Three rounds: one window in which another guest took the memory bus
+	// costs the reader its best less often.
+	for i := range 3 {
 		r := readerBandwidth(256<<20, 3)
 		lo, hi = min(cmpOr(lo, r), r), max(hi, r)
 		code, stdout, stderr := runCLI(context.Background(), nil, "ceiling", "--hardware", "local", "--model", "llama-3.2-1b", "--remeasure", "--format", "json")
