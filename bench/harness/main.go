@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,6 +138,7 @@ func run(args []string, stdout io.Writer) error {
 	out := fs.String("json", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client to this file")
 	memProfile := fs.String("memprofile", "", "write a profile of the client's allocations to this file at the end")
+	execTrace := fs.String("trace", "", "write a runtime execution trace of the client to this file (go tool trace): what ran when a send or a chunk was late")
 	offered := fs.Float64("offered", 25000, "tokens/s the paced and burst scenarios offer across all streams (each stream at most 500)")
 	stressOffered := fs.Float64("stress-offered", 50000, "tokens/s the stress scenarios offer across all streams")
 	step := fs.Bool("step", false, "paced and burst streams write on one step grid, every stream's chunk at the same instant, as a batching engine's decode steps")
@@ -156,6 +158,17 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *execTrace != "" {
+		f, err := os.Create(*execTrace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
@@ -460,7 +473,10 @@ func (h *harness) level(name string, lr levelRun) (Result, load.Result, error) {
 		mu      sync.Mutex
 		started int
 		inLevel bool
-		records []metrics.Record
+		// Sized for the level's requests where it has a count: grown by
+		// append, it would copy megabytes at a time under the client
+		// being measured.
+		records = make([]metrics.Record, 0, max(lr.lv.Requests, 0))
 		cpu     time.Duration
 		wall    time.Duration
 	)
