@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,6 +150,41 @@ func TestBuilderBuildsAfterASend(t *testing.T) {
 			t.Errorf("request %d was never built", i)
 		} else if at.Before(due) {
 			t.Errorf("request %d was built %v before request %d's instant: the builder ran beside a send preparing", i, due.Sub(at), i-aheadRequests)
+		}
+	}
+}
+
+// TestOpenLoopInterruptSendsNothingAhead: the sends started ahead of
+// their instants and parked (up to startAhead) do not go out when the
+// level is interrupted before their instants: the server sees exactly the
+// requests the level recorded, each due before the interrupt, and no
+// goroutine is left behind (TestMain's leak check).
+func TestOpenLoopInterruptSendsNothingAhead(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 2, Usage: true})
+	r := newRunner(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled atomic.Int64
+	time.AfterFunc(150*time.Millisecond, func() {
+		cancelled.Store(time.Now().UnixNano())
+		cancel()
+	})
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 200, Arrival: ArrivalConstant}, Requests: 400}
+	res, err := r.RunLevel(ctx, 0, lv, fixedSource{maxTokens: 2})
+	streams := srv.Streams()
+	srv.Close()
+	if err != ErrInterrupted {
+		t.Fatalf("err %v, want ErrInterrupted", err)
+	}
+	if len(res.Records) == 0 || len(res.Records) >= 400 {
+		t.Fatalf("%d records, want some of the 400, not all", len(res.Records))
+	}
+	if len(streams) != len(res.Records) {
+		t.Errorf("the server saw %d requests, the level recorded %d: a send parked ahead of its instant went out (or one sent was not recorded)", len(streams), len(res.Records))
+	}
+	end := time.Unix(0, cancelled.Load())
+	for _, rec := range res.Records {
+		if due := rec.Start.Add(-time.Duration(rec.QueueMs * float64(time.Millisecond))); due.After(end) {
+			t.Errorf("record %d was due %v after the interrupt, and went out", rec.ID, due.Sub(end))
 		}
 	}
 }

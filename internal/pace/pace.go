@@ -96,6 +96,7 @@ type Pacer struct {
 	spin  Spinner
 	wakes []float64 // ms, every wake's lateness
 	last  time.Time // the instant Wake last woke for
+	slept bool      // the last Wake slept: it came before its early instant
 }
 
 const (
@@ -135,7 +136,8 @@ func (p *Pacer) Wake(stop <-chan struct{}, due time.Time) bool {
 	}
 	p.last = due
 	target := due.Add(-lead)
-	if !time.Now().Before(target) {
+	p.slept = time.Now().Before(target)
+	if !p.slept {
 		select {
 		case <-stop:
 			return false
@@ -152,6 +154,10 @@ func (p *Pacer) Wake(stop <-chan struct{}, due time.Time) bool {
 	}
 	return true
 }
+
+// Slept says the last Wake came before its early instant and slept: the
+// pacer was not behind.
+func (p *Pacer) Slept() bool { return p.slept }
 
 // Calibrate measures n of the machine's wake-ups from sleeps of gap, the
 // time between instants, before the first instant, so that the lead is
