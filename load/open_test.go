@@ -156,19 +156,23 @@ func TestBuilderBuildsAfterASend(t *testing.T) {
 
 // TestOpenLoopInterruptSendsNothingAhead: the sends started ahead of
 // their instants and parked (up to startAhead) do not go out when the
-// level is interrupted before their instants: the server sees exactly the
-// requests the level recorded, each due before the interrupt, and no
-// goroutine is left behind (TestMain's leak check).
+// level is interrupted before their instants, and no goroutine is left
+// behind (TestMain's leak check). A send the pacer let go before the
+// interrupt still goes out, on its instant: at most its lead (a quarter of
+// the 5 ms gap) after the pacer woke, so any send due more than a whole
+// gap after the interrupt went out parked.
 func TestOpenLoopInterruptSendsNothingAhead(t *testing.T) {
+	const rate, gap = 200, 5 * time.Millisecond
 	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Tokens: 2, Usage: true})
 	r := newRunner(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var cancelled atomic.Int64
 	time.AfterFunc(150*time.Millisecond, func() {
-		cancelled.Store(time.Now().UnixNano())
 		cancel()
+		// Taken after the cancel: the pacer let no send go after it.
+		cancelled.Store(time.Now().UnixNano())
 	})
-	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 200, Arrival: ArrivalConstant}, Requests: 400}
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: rate, Arrival: ArrivalConstant}, Requests: 400}
 	res, err := r.RunLevel(ctx, 0, lv, fixedSource{maxTokens: 2})
 	streams := srv.Streams()
 	srv.Close()
@@ -178,13 +182,13 @@ func TestOpenLoopInterruptSendsNothingAhead(t *testing.T) {
 	if len(res.Records) == 0 || len(res.Records) >= 400 {
 		t.Fatalf("%d records, want some of the 400, not all", len(res.Records))
 	}
-	if len(streams) != len(res.Records) {
-		t.Errorf("the server saw %d requests, the level recorded %d: a send parked ahead of its instant went out (or one sent was not recorded)", len(streams), len(res.Records))
+	if len(streams) > len(res.Records) {
+		t.Errorf("the server saw %d requests, the level recorded %d: a send went out unrecorded", len(streams), len(res.Records))
 	}
 	end := time.Unix(0, cancelled.Load())
 	for _, rec := range res.Records {
-		if due := rec.Start.Add(-time.Duration(rec.QueueMs * float64(time.Millisecond))); due.After(end) {
-			t.Errorf("record %d was due %v after the interrupt, and went out", rec.ID, due.Sub(end))
+		if due := rec.Start.Add(-time.Duration(rec.QueueMs * float64(time.Millisecond))); due.Sub(end) > gap {
+			t.Errorf("record %d was due %v after the interrupt, and went out: it was parked", rec.ID, due.Sub(end))
 		}
 	}
 }
