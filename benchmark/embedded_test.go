@@ -52,10 +52,17 @@ func TestRunEmbeddedEveryProtocol(t *testing.T) {
 			}
 			if g := lv.ClientMinusServer; g != nil {
 				// The client reads what the server wrote a moment later: its
-				// TTFT is at least the server's, always, and later by under
-				// 50 ms on loopback when the machine let the process run.
-				if g.TTFTMs == nil || g.TTFTMs.Min < 0 {
-					t.Fatalf("client − server TTFT %+v, want the client's at least the server's", g.TTFTMs)
+				// TTFT is at least the server's, and later by under 50 ms on
+				// loopback when the machine let the process run. The
+				// simulator times a request from its engine's clock, which
+				// falls behind the wall clock while the process is held (by
+				// up to 50 ms before it resyncs): its prompt time can exceed
+				// the client's TTFT by as long as the process was held, which
+				// the watch measured (its longest late wake-up, and the time
+				// the threads waited for a core or were stolen, summed).
+				held := min(max(lag.MaxMs, lag.WaitMs+lag.StealMs), 50)
+				if g.TTFTMs == nil || g.TTFTMs.Min < -held {
+					t.Fatalf("client − server TTFT %+v, want the client's at least the server's less the %.2f ms the process was held (%v)", g.TTFTMs, held, lag)
 				}
 				if g.TTFTMs.P50 > 50 && lag.Judge(t, "the client's TTFT over the server's") {
 					t.Errorf("client − server TTFT p50 %.1f ms, want under 50 on loopback", g.TTFTMs.P50)
