@@ -87,8 +87,14 @@ var figures = regexp.MustCompile(`[0-9][0-9,.]*|PORT`)
 
 var verdicts = regexp.MustCompile(`(^| )(better|worse|~)\??( |$)`)
 
-// noVerdict is a compare line with its verdict word blanked.
-func noVerdict(line string) string { return verdicts.ReplaceAllString(line, "V ") }
+// signs are the signs of a compare line's changes and intervals.
+var signs = regexp.MustCompile(`[-+]([0-9])`)
+
+// noVerdict is a compare line with its verdict word blanked, and the
+// signs of its figures: which way a change went is the verdict's too.
+func noVerdict(line string) string {
+	return signs.ReplaceAllString(verdicts.ReplaceAllString(line, "V "), "$1")
+}
 
 // shape is a line with every figure one "#" and runs of spaces one
 // space: what a measured run keeps from one run to the next.
@@ -111,7 +117,8 @@ func TestREADMEExamples(t *testing.T) {
 		dir := t.TempDir()
 		// quiet says the machine let every command of the block so far
 		// run: a compare of runs a busy machine slowed may find a change
-		// it would call significant uncertain (better?), or the reverse.
+		// it would call significant uncertain (better?), or the reverse,
+		// or that it went the other way.
 		quiet := true
 		for _, c := range block {
 			t.Run(strings.Join(c.args, " "), func(t *testing.T) {
