@@ -349,7 +349,6 @@ func (r *Runner) warmUp(ctx context.Context, idx int, lv Level, src Source) {
 	r.LearnDuration(warm)
 }
 
-// LearnDuration keeps the median duration of the completed requests among
 // recordBlocks keeps a level's records in blocks of a fixed size, so
 // that keeping one never copies those before it: one slice grown by
 // append copies megabytes at a time as a level's records pass the
@@ -387,6 +386,7 @@ func (k *recordBlocks) all() []metrics.Record {
 	return recs
 }
 
+// LearnDuration keeps the median duration of the completed requests among
 // recs as the next level's expected request duration, which its users'
 // starts are spread over (a warm-up run apart from the runner teaches it
 // this way).

@@ -139,7 +139,11 @@ sending:
 		if r.abort.Load() {
 			break
 		}
-		if next == i { // not started ahead: the first, or the pacer is catching up
+		// A send not started ahead (the first, or the pacer is catching up)
+		// starts now. Catching up, it goes ahead of the send opened just
+		// before, which has not run yet: both are late already, and late_by
+		// counts the delay under start.
+		if next == i {
 			b, ok := ahead.next(ctx)
 			if !ok {
 				break sending
@@ -170,7 +174,7 @@ sending:
 		// before this send's gate opens, so that this send runs first once
 		// the pacer sleeps; and not while the pacer is catching up (it did
 		// not sleep), when the send it opened last has not run yet.
-		for pacer.Slept() && next < len(offsets) && next-i <= aheadRequests &&
+		for pacer.Slept() && next < len(offsets) && next-i < aheadRequests &&
 			(next == i+1 || time.Until(start.Add(offsets[next]+lv.Phase)) < startAhead) {
 			b, ok := ahead.ready()
 			if !ok {
