@@ -315,6 +315,7 @@ func TestProxyClientSide(t *testing.T) {
 	// Each client is tokbench's own: its chunks carry the kernel's
 	// receive stamps, so a busy test process does not make it late.
 	client := &api.Client{HTTP: &http.Client{Transport: wire.NewTransport()}, Adapter: api.OpenAI{Chat: true}, BaseURL: base + "/v1"}
+	watch := busy.Start()
 	for range n {
 		wg.Go(func() {
 			r := client.Do(context.Background(), &api.Request{Model: "m", Messages: []api.Message{{Role: "user", Content: "hi"}}})
@@ -329,6 +330,18 @@ func TestProxyClientSide(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// A client's t0 is taken just before its write: a process held
+	// between the two makes the client's TTFT longer than the proxy's,
+	// which counts from the kernel's stamp of the request's arrival. The
+	// hold is the machine's, not the proxy's: where the machine kept the
+	// process from its cores, the tolerance grows by the hold the watch
+	// measured (its longest late wake-up, or the time the threads waited
+	// for a core or were stolen, summed).
+	tol := float64(ttftTolMs)
+	if lag := watch.Stop(); !lag.Quiet() {
+		tol += max(lag.MaxMs, lag.WaitMs+lag.StealMs)
+		t.Logf("the machine kept this process from its cores (%v): client-side figures judged within %.1f ms", lag, tol)
+	}
 	recs := records()
 	if len(recs) != n || len(own) != n {
 		t.Fatalf("%d records, %d clients' streams", len(recs), len(own))
@@ -338,12 +351,12 @@ func TestProxyClientSide(t *testing.T) {
 		if pr == nil || pr.ClientTTFTMs < r.TTFTMs || pr.ClientE2EMs < r.E2EMs || pr.MaxHeldMs <= 0 {
 			t.Fatalf("client side %+v of a record with TTFT %.3f, E2E %.3f", pr, r.TTFTMs, r.E2EMs)
 		}
-		if d := o.ttft - pr.ClientTTFTMs; math.Abs(d) > ttftTolMs {
+		if d := o.ttft - pr.ClientTTFTMs; math.Abs(d) > tol {
 			t.Errorf("%s: client TTFT %.3f ms recorded, %.3f ms seen by the client", r.ResponseID, pr.ClientTTFTMs, o.ttft)
 		}
 		// Each end of the span is off by a scheduling delay at most.
 		span := pr.ClientE2EMs - pr.ClientTTFTMs
-		if math.Abs(o.span-span) > 2*ttftTolMs {
+		if math.Abs(o.span-span) > 2*tol {
 			t.Errorf("%s: first to last token %.3f ms recorded, %.3f ms seen by the client", r.ResponseID, span, o.span)
 		}
 		if want := float64(r.OutputTokens-1) / span * 1e3; math.Abs(pr.ClientDecodeTPS-want) > 1e-6*want {
