@@ -190,7 +190,10 @@ sending:
 	close(abandon)
 	wall := time.Since(start)
 	wg.Wait()
-	p := &metrics.Pacer{LeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds(), SpareOpened: spare.Load(), LateBy: lateBy.summary()}
+	p := &metrics.Pacer{LearnedLeadMs: ms(pacer.Lead()), CPUSeconds: pacer.Busy().Seconds(), SpareOpened: spare.Load(), LateBy: lateBy.summary()}
+	if l := pacer.Leads(); len(l) > 0 {
+		p.LeadMs = metrics.Describe(l).P50
+	}
 	if wall > 0 {
 		p.CPUShare = pacer.Busy().Seconds() / wall.Seconds()
 	}

@@ -43,6 +43,11 @@ func TestOpenLoopNeverEarly(t *testing.T) {
 		for _, s := range streams {
 			arrived = append(arrived, s.Arrived)
 		}
+		// The lead reported is one the sleeps aimed for: at most a quarter
+		// of the gap, whatever the pacer learned.
+		if p := res.Level.Pacer; p == nil || p.LeadMs <= 0 || p.LeadMs > 1e3/rate/4 || p.LearnedLeadMs < 0.3 {
+			t.Errorf("%v req/s: pacer %+v, want lead_ms in (0, %.3f] and lead_learned_ms at least 0.3", rate, p, 1e3/rate/4)
+		}
 		slices.SortFunc(due, time.Time.Compare)
 		slices.SortFunc(arrived, time.Time.Compare)
 		for i := range due {

@@ -312,15 +312,19 @@ func (lv *Level) NotCountedByModel() {
 
 // Pacer is how an open-loop level met its send instants: the pacer sleeps
 // until shortly before each instant, waking early by the lateness it
-// measured of its own wake-ups (LeadMs, where it ended), and the send
-// waits the rest awake, so that the machine's late wake-ups do not make
-// late sends.
+// measured of its own wake-ups (LearnedLeadMs), at most a quarter of the
+// time between instants (LeadMs), and the send waits the rest awake, so
+// that the machine's late wake-ups do not make late sends.
 type Pacer struct {
-	// LeadMs is how early before an instant the pacer woke at the level's
-	// end; WakeLateMs the lateness of its wake-ups against their aim (the
-	// instant less the lead), which the lead covers.
-	LeadMs     float64 `json:"lead_ms"`
-	WakeLateMs *Stats  `json:"wake_late_ms,omitempty"`
+	// LeadMs is how early before its instant the pacer aimed to wake, the
+	// median over the level's sleeps; LearnedLeadMs the lead it had
+	// learned by the level's end, before the quarter-gap cap (at high
+	// rates LeadMs is the cap). WakeLateMs is the lateness of its
+	// wake-ups against their aim (the instant less the lead), which the
+	// lead covers.
+	LeadMs        float64 `json:"lead_ms"`
+	LearnedLeadMs float64 `json:"lead_learned_ms"`
+	WakeLateMs    *Stats  `json:"wake_late_ms,omitempty"`
 	// CPUSeconds is the time the pacer and the sends waited awake before
 	// instants, and CPUShare that over the level's send span: its cost in
 	// one core.

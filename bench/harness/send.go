@@ -31,7 +31,8 @@ type Sends struct {
 	Over05      int     `json:"sends_over_0_5ms,omitempty"`
 	Over1       int     `json:"sends_over_1ms,omitempty"`
 	Unmatched   int     `json:"sends_unmatched,omitempty"`
-	LeadMs      float64 `json:"pacer_lead_ms,omitempty"`
+	LeadMs      float64 `json:"pacer_lead_ms,omitempty"` // the median lead its sleeps aimed for
+	LearnedMs   float64 `json:"pacer_lead_learned_ms,omitempty"`
 	PacerShare  float64 `json:"pacer_cpu_share,omitempty"`
 	WakeP99Ms   float64 `json:"pacer_wake_late_p99_ms,omitempty"`
 	SpareOpened int64   `json:"spare_opened,omitempty"`
@@ -161,7 +162,7 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 	}
 	s.WireLate = spread(late)
 	if p := res.Level.Pacer; p != nil {
-		s.LeadMs, s.PacerShare, s.SpareOpened, s.LateBy = p.LeadMs, p.CPUShare, p.SpareOpened, p.LateBy
+		s.LeadMs, s.LearnedMs, s.PacerShare, s.SpareOpened, s.LateBy = p.LeadMs, p.LearnedLeadMs, p.CPUShare, p.SpareOpened, p.LateBy
 		if p.WakeLateMs != nil {
 			s.WakeP99Ms = p.WakeLateMs.P99
 		}
@@ -268,7 +269,7 @@ func printSends(w io.Writer, s *Sends) {
 		if b := s.LateBy; b != nil {
 			fmt.Fprintf(w, "        tokbench's late sends by cause: %v\n", *b)
 		}
-		fmt.Fprintf(w, "        pacer: lead %.3f ms, wake-up late p99 %.3f ms, CPU %.1f%% of a core; connections: %d spare opened, %d dialled by a send\n",
-			s.LeadMs, s.WakeP99Ms, 100*s.PacerShare, s.SpareOpened, s.DialsOnSend)
+		fmt.Fprintf(w, "        pacer: lead p50 %.3f ms (learned %.3f), wake-up late p99 %.3f ms, CPU %.1f%% of a core; connections: %d spare opened, %d dialled by a send\n",
+			s.LeadMs, s.LearnedMs, s.WakeP99Ms, 100*s.PacerShare, s.SpareOpened, s.DialsOnSend)
 	}
 }

@@ -95,6 +95,7 @@ type Pacer struct {
 	lead  time.Duration
 	spin  Spinner
 	wakes []float64 // ms, every wake's lateness
+	leads []float64 // ms, how early each wake aimed before its instant
 	last  time.Time // the instant Wake last woke for
 	slept bool      // the last Wake slept: it came before its early instant
 }
@@ -151,6 +152,9 @@ func (p *Pacer) Wake(stop <-chan struct{}, due time.Time) bool {
 	}
 	if slept {
 		p.note(time.Since(target), true, true)
+		if len(p.leads) < maxWakes {
+			p.leads = append(p.leads, float64(lead)/float64(time.Millisecond))
+		}
 	}
 	return true
 }
@@ -251,8 +255,15 @@ func (p *Pacer) setLead() {
 	p.lead = min(max(q+leadPad, minLead), maxLead)
 }
 
-// Lead is how early the pacer now wakes before an instant.
+// Lead is how early the pacer now aims to wake before an instant, from
+// the wake-ups it measured; a wait aims at most a quarter of the time
+// since the instant before (Leads).
 func (p *Pacer) Lead() time.Duration { return p.lead }
+
+// Leads are how early (ms) each wake-up the pacer slept for aimed before
+// its instant: the lead, or a quarter of the time since the instant
+// before where that was less.
+func (p *Pacer) Leads() []float64 { return p.leads }
 
 // Busy is the time the pacer's Spinner has spent awake, waiting for
 // instants: its CPU beyond the sleeps.

@@ -61,6 +61,37 @@ func TestPacerLead(t *testing.T) {
 	}
 }
 
+// TestPacerLeads: each sleep aims the learned lead before its instant, or a
+// quarter of the time since the instant before where that is less, and
+// Leads keeps what each one aimed; the learned lead is unchanged by the cap.
+func TestPacerLeads(t *testing.T) {
+	p := NewPacer()
+	defer p.Close()
+	due := time.Now().Add(30 * time.Millisecond)
+	for i := range 5 {
+		if i > 0 {
+			due = due.Add(20 * time.Millisecond) // a quarter is 5 ms, under the 10 ms a new pacer learned
+		}
+		if !p.Wake(nil, due) {
+			t.Fatal("Wake reported a stop with no stop channel")
+		}
+	}
+	// A wake-up late past the next aim skips that sleep (and keeps no lead):
+	// every lead kept is one of the two, the first the learned one.
+	leads := p.Leads()
+	if len(leads) < 2 || leads[0] != float64(maxLead)/1e6 {
+		t.Fatalf("Leads() = %v over 5 sleeps, want the first %v", leads, maxLead)
+	}
+	for i, l := range leads[1:] {
+		if l != 5 {
+			t.Errorf("sleep %d aimed %.3f ms early, want 5 (a quarter of the 20 ms gap)", i+1, l)
+		}
+	}
+	if p.Lead() != maxLead {
+		t.Errorf("Lead() = %v, want the learned %v, whatever the cap", p.Lead(), maxLead)
+	}
+}
+
 // TestPacerLeadSettles: a new pacer wakes maxLead early until it has seen
 // enough wake-ups to come down; a wake-up later than its lead raises the
 // lead at once.
