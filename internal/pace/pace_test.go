@@ -68,6 +68,7 @@ func TestPacerLeads(t *testing.T) {
 	p := NewPacer()
 	defer p.Close()
 	due := time.Now().Add(30 * time.Millisecond)
+	kept := 0
 	for i := range 5 {
 		if i > 0 {
 			due = due.Add(20 * time.Millisecond) // a quarter is 5 ms, under the 10 ms a new pacer learned
@@ -75,17 +76,23 @@ func TestPacerLeads(t *testing.T) {
 		if !p.Wake(nil, due) {
 			t.Fatal("Wake reported a stop with no stop channel")
 		}
-	}
-	// A wake-up late past the next aim skips that sleep (and keeps no lead):
-	// every lead kept is one of the two, the first the learned one.
-	leads := p.Leads()
-	if len(leads) < 2 || leads[0] != float64(maxLead)/1e6 {
-		t.Fatalf("Leads() = %v over 5 sleeps, want the first %v", leads, maxLead)
-	}
-	for i, l := range leads[1:] {
-		if l != 5 {
-			t.Errorf("sleep %d aimed %.3f ms early, want 5 (a quarter of the 20 ms gap)", i+1, l)
+		// A wake-up late past the next aim (a busy machine) skips that
+		// sleep, and keeps no lead: each kept lead is judged against its own.
+		leads := p.Leads()
+		if len(leads) == kept {
+			continue
 		}
+		kept = len(leads)
+		want := 5.0 // ms: a quarter of the 20 ms gap
+		if i == 0 {
+			want = float64(maxLead) / 1e6 // no instant before: the learned lead
+		}
+		if got := leads[kept-1]; got != want {
+			t.Errorf("sleep %d aimed %.3f ms early, want %.3f", i, got, want)
+		}
+	}
+	if kept == 0 {
+		t.Logf("no sleep kept a lead: every wake-up came past the next one's aim (a busy machine); leads not judged")
 	}
 	if p.Lead() != maxLead {
 		t.Errorf("Lead() = %v, want the learned %v, whatever the cap", p.Lead(), maxLead)
