@@ -78,7 +78,8 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	var lateBy lateCounts
 	// Each send's goroutine starts ahead of its instant and parks on its
 	// gate; the pacer opens the gate as it wakes for the instant and
-	// sleeps again at once, so the send runs next on this processor.
+	// waits (asleep) for the send to reach it, so the send runs next on
+	// this processor.
 	// (Started at the instant instead, a send's goroutine waited behind
 	// every stream's reader readied before it: milliseconds at 5,000
 	// req/s on one processor.) abandon tells the sends still parked when
@@ -86,7 +87,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	abandon := make(chan struct{})
 	var parked []*gatedSend
 	launch := func(i int, b prebuilt) {
-		g := &gatedSend{gate: make(chan struct{})}
+		g := &gatedSend{gate: make(chan struct{}), went: make(chan struct{})}
 		g.steps.due = start.Add(offsets[i] + lv.Phase)
 		parked = append(parked, g)
 		wg.Add(1)
@@ -101,6 +102,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 			defer func() {
 				if !freed {
 					ahead.sent()
+					close(g.went)
 				}
 			}()
 			if !g.released(abandon) {
@@ -116,6 +118,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 				steps.waited = time.Now()
 				freed = true
 				ahead.sent()
+				close(g.went)
 			}
 			due := steps.due
 			rec := r.one(api.SendAt(reqCtx, due, wait), idx, start, b)
@@ -183,9 +186,19 @@ sending:
 			launch(next, b)
 			next++
 		}
-		// The send runs on this processor as soon as the pacer sleeps (or
-		// at once on an idle one), ahead of its instant by the lead.
+		// The send runs on this processor next (or at once on an idle
+		// one), ahead of its instant by the lead, and the pacer goes on
+		// once it has reached its instant. On one processor that keeps
+		// sends behind their instants (the machine held the process) going
+		// out one after another, in order, each ahead of the streams'
+		// readers: opened one after another instead, each opened gate put
+		// the send opened before it behind every reader readied meanwhile.
 		close(g.gate)
+		select {
+		case <-g.went:
+		case <-ctx.Done():
+			break sending
+		}
 	}
 	close(abandon)
 	wall := time.Since(start)
@@ -212,6 +225,7 @@ const startAhead = 20 * time.Millisecond
 // pacer opens its gate; the pacer sets its steps up to woke before.
 type gatedSend struct {
 	gate  chan struct{}
+	went  chan struct{} // closed as the send reaches its instant, or ends before
 	steps sendSteps
 }
 

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,51 @@ func TestOpenLoopInterruptSendsNothingAhead(t *testing.T) {
 	for _, rec := range res.Records {
 		if due := rec.Start.Add(-time.Duration(rec.QueueMs * float64(time.Millisecond))); due.Sub(end) > gap {
 			t.Errorf("record %d was due %v after the interrupt, and went out: it was parked", rec.ID, due.Sub(end))
+		}
+	}
+}
+
+// growingSource asks request i for i+1 tokens, so that the fake server's
+// stream of each request says which it was.
+type growingSource struct{}
+
+func (growingSource) Request(i int) (*api.Request, int) {
+	return &api.Request{Model: "fake-model", MaxTokens: i + 1,
+		Messages: []api.Message{{Role: "user", Content: "hello there"}}}, 2
+}
+
+// TestOpenLoopCatchesUpInOrder: sends behind their instants (here a
+// trace's burst, all due at once) reach the server in the schedule's
+// order, on one processor too, where each send's goroutine is readied
+// behind whatever ran before it: the pacer lets the next send go only once
+// the one before has reached its write.
+func TestOpenLoopCatchesUpInOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Usage: true})
+	r := wireRunner(t, srv)
+	const n = 24
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 1000, Arrival: metrics.ArrivalTrace}, Requests: n, Offsets: make([]time.Duration, n)}
+	res, err := r.RunLevel(context.Background(), 0, lv, growingSource{})
+	streams := srv.Streams()
+	srv.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != n || len(streams) != n {
+		t.Fatalf("%d records, %d requests at the server, want %d of each", len(res.Records), len(streams), n)
+	}
+	if c := res.Level.Connections; c != nil && c.Opened > 0 {
+		t.Errorf("%d connections dialled by a send, want every one opened before the level", c.Opened)
+	}
+	slices.SortStableFunc(streams, func(a, b fakellm.Stream) int { return a.Arrived.Compare(b.Arrived) })
+	var order []int
+	for _, s := range streams {
+		order = append(order, len(s.Tokens)-1)
+	}
+	for i, k := range order {
+		if k != i {
+			t.Errorf("the burst's requests reached the server in the order %v, want the schedule's", order)
+			break
 		}
 	}
 }
