@@ -58,6 +58,7 @@ func (r *Runner) openLoop(ctx context.Context, idx int, lv Level, src Source, ke
 	ahead := r.buildAhead(src, len(offsets), quit, &helpers)
 	pacer := pace.NewPacer()
 	defer pacer.Close()
+	pacer.Expect(len(offsets))
 	spin := pacer.Spinner()
 	// The level's first requests are built before its clock starts, as
 	// far ahead as the builder goes.

@@ -124,6 +124,18 @@ func NewPacer() *Pacer {
 	return &Pacer{t: NewTimer(), lead: maxLead, spin: Spinner{Own: runtime.GOMAXPROCS(0) > 1}}
 }
 
+// Expect makes room for n wake-ups' figures (Wakes, Leads) before the
+// first: grown as they come instead, each growth copies every figure so
+// far, on the pacer's goroutine right after a wake-up, and a copy of a
+// long level's hundreds of thousands holds the processor for milliseconds.
+func (p *Pacer) Expect(n int) {
+	n = min(n, maxWakes)
+	if n > cap(p.wakes) {
+		p.wakes = slices.Grow(p.wakes, n-len(p.wakes))
+		p.leads = slices.Grow(p.leads, n-len(p.leads))
+	}
+}
+
 // Close releases the pacer's timer.
 func (p *Pacer) Close() { p.t.Close() }
 

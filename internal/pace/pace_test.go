@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestPacerNeverEarly: whatever its lead, a wait woken by the pacer and
@@ -243,5 +244,56 @@ func TestCalibrate(t *testing.T) {
 	}
 	if q.Lead() != want || len(q.Wakes()) != 0 {
 		t.Errorf("after calibrating for 1 ms gaps: lead %v, want %v (the latest of %d wake-ups and the margin); %d kept, want 0", q.Lead(), want, q.nLate, len(q.Wakes()))
+	}
+}
+
+// TestPacerExpect: room made for a level's wake-ups holds all of them, so
+// keeping one never copies the ones before; beyond maxWakes it is capped.
+func TestPacerExpect(t *testing.T) {
+	p := NewPacer()
+	defer p.Close()
+	const n = 5000
+	p.Expect(n)
+	if cap(p.wakes) < n || cap(p.leads) < n {
+		t.Fatalf("Expect(%d) made room for %d wake-ups and %d leads", n, cap(p.wakes), cap(p.leads))
+	}
+	p.note(time.Microsecond, true, true)
+	first := unsafe.SliceData(p.wakes)
+	for range n - 1 {
+		p.note(time.Microsecond, true, true)
+	}
+	if len(p.Wakes()) != n || unsafe.SliceData(p.wakes) != first {
+		t.Errorf("%d wake-ups kept, moved %v: want %d kept where Expect made room", len(p.Wakes()), unsafe.SliceData(p.wakes) != first, n)
+	}
+	big := NewPacer()
+	defer big.Close()
+	if big.Expect(4 * maxWakes); cap(big.wakes) > maxWakes+maxWakes/8 {
+		t.Errorf("Expect(%d) made room for %d wake-ups, want at most about %d", 4*maxWakes, cap(big.wakes), maxWakes)
+	}
+}
+
+// BenchmarkPacerKeep keeps a long level's wake-ups (maxWakes of them) and
+// reports the longest single keep: without room made ahead (grown), the
+// growth copies; with Expect, none.
+func BenchmarkPacerKeep(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		expect bool
+	}{{"grown", false}, {"expected", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var longest time.Duration
+			for b.Loop() {
+				p := &Pacer{lead: maxLead}
+				if c.expect {
+					p.Expect(maxWakes)
+				}
+				for range maxWakes {
+					t0 := time.Now()
+					p.note(time.Microsecond, true, true)
+					longest = max(longest, time.Since(t0))
+				}
+			}
+			b.ReportMetric(float64(longest.Microseconds()), "longest-µs")
+		})
 	}
 }
