@@ -63,7 +63,7 @@ func newClient(o ClientOptions, t *wire.Transport, h *http.Client, adapter api.A
 		Direct: !o.FollowRedirects && h.Jar == nil && h.Timeout == 0,
 	}
 	r := &load.Runner{Client: a, Tokenizer: tok, Timeout: o.Timeout, Grace: o.Grace,
-		Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Cold}
+		Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Cold, KeepAwake: o.KeepAwake}
 	return &Client{Transport: t, HTTP: h, API: a, Runner: r}
 }
 

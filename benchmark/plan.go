@@ -180,6 +180,9 @@ type ClientOptions struct {
 	// FollowRedirects follows 307 and 308 to the same origin
 	// (api.FollowSameOrigin); otherwise a 3xx is the request's outcome.
 	FollowRedirects bool
+	// KeepAwake keeps the machine's processors from idling while each
+	// level runs (load.Runner.KeepAwake).
+	KeepAwake bool
 	// Dial, when set, replaces the dialer of tokbench's connections (the
 	// harness's run without kernel receive stamps).
 	Dial dialFunc

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/awake"
 	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
@@ -157,6 +158,14 @@ type Runner struct {
 	// its clock starts (see preconnect).
 	Cold bool
 
+	// KeepAwake keeps the processors this process may run on from idling
+	// while each level runs, with a busy loop at the idle scheduling
+	// policy on each (package awake): a virtual machine's idle processor
+	// can resume milliseconds late when a timer fires, and the pacer's
+	// wake-up, a send and the clock's reads with it. Its CPU time is in
+	// the level's client health (kept_awake).
+	KeepAwake bool
+
 	// Progress of the current level, readable while it runs.
 	Progress Progress
 
@@ -235,6 +244,14 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	}
 	var wall time.Duration
 	var pacer *metrics.Pacer
+	var keeper *awake.Keeper
+	if r.KeepAwake {
+		var err error
+		if keeper, err = awake.Start(); err != nil {
+			r.addWarning(fmt.Sprintf("--keep-awake: %v; the level ran without", err))
+		}
+		defer keeper.Stop() // on an early return; the level's end stops it first
+	}
 	mon := startMonitor(&r.Progress.LateTicks)
 	if lv.Load.Mode == metrics.ModeRate {
 		var err error
@@ -245,13 +262,25 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	} else {
 		wall = r.closedLoop(ctx, idx, lv, src, keep)
 	}
+	var awakeUse *metrics.KeptAwake
+	if keeper != nil {
+		u := keeper.Stop()
+		awakeUse = &metrics.KeptAwake{CPUs: u.CPUs, CPUSeconds: u.CPUSeconds}
+	}
 	health, healthWarnings := mon.finish(&r.stamps)
+	if health != nil {
+		health.KeptAwake = awakeUse
+	}
 	recs := kept.all()
 	res := Result{Records: recs, Dropped: dropped, Level: acc.Level(wall.Seconds())}
 	res.Level.Client = health
 	res.Level.Pacer = pacer
 	if pacer != nil && pacer.LateBy != nil {
-		res.Level.Warnings = append(res.Level.Warnings, "late sends by cause: "+pacer.LateBy.String()+" (pacer.late_by in docs/metrics.md)")
+		w := "late sends by cause: " + pacer.LateBy.String() + " (pacer.late_by in docs/metrics.md)"
+		if pacer.LateBy.Wake > 0 && !r.KeepAwake {
+			w += "; where the pacer woke late on a virtual machine, --keep-awake keeps its idle processors from halting"
+		}
+		res.Level.Warnings = append(res.Level.Warnings, w)
 	}
 	r.LearnDuration(recs)
 	switch {

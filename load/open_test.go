@@ -2,8 +2,11 @@ package load
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -249,4 +252,63 @@ func TestOpenLoopCatchesUpInOrder(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestKeepAwakeLevel: with KeepAwake, a level runs with a loop on each of
+// the process's processors and says so in its client health, and none is
+// left running once it ends.
+func TestKeepAwakeLevel(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SCHED_IDLE is Linux's")
+	}
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	r := wireRunner(t, srv)
+	r.KeepAwake = true
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 200, Arrival: ArrivalConstant}, Requests: 20}
+	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Level.Requests.Completed != 20 {
+		t.Errorf("%d of 20 requests completed", res.Level.Requests.Completed)
+	}
+	c := res.Level.Client
+	if c == nil || c.KeptAwake == nil || c.KeptAwake.CPUs < 1 || c.KeptAwake.CPUs > runtime.NumCPU() || c.KeptAwake.CPUSeconds < 0 {
+		t.Fatalf("client health %+v, want kept_awake on this process's processors", c)
+	}
+	if left := loopsOf(os.Getpid()); len(left) > 0 {
+		t.Errorf("loops %v still run after the level", left)
+	}
+	// Without it, no loop and no figure.
+	r.KeepAwake = false
+	res, err = r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Level.Client == nil || res.Level.Client.KeptAwake != nil {
+		t.Errorf("client health %+v without KeepAwake, want no kept_awake", res.Level.Client)
+	}
+}
+
+// loopsOf lists the pids of processes whose command line names parent
+// as the pid they keep awake for.
+func loopsOf(parent int) []int {
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 5 && strings.Contains(args[2], "kill -0") && args[4] == strconv.Itoa(parent) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

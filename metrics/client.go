@@ -34,4 +34,15 @@ type ClientHealth struct {
 	KernelStamps            bool    `json:"kernel_receive_stamps"`
 	FirstChunksSharingStamp float64 `json:"first_chunks_sharing_stamp"`
 	ChunksSharingStamp      float64 `json:"chunks_sharing_stamp"`
+
+	// KeptAwake is what --keep-awake cost the level: the processors it
+	// kept from idling and the CPU time of their idle-priority loops
+	// (time nothing else wanted).
+	KeptAwake *KeptAwake `json:"kept_awake,omitempty"`
+}
+
+// KeptAwake is the cost of keeping the processors from idling.
+type KeptAwake struct {
+	CPUs       int     `json:"cpus"`
+	CPUSeconds float64 `json:"cpu_seconds"`
 }

@@ -143,6 +143,7 @@ func run(args []string, stdout io.Writer) error {
 	stressOffered := fs.Float64("stress-offered", 50000, "tokens/s the stress scenarios offer across all streams")
 	step := fs.Bool("step", false, "paced and burst streams write on one step grid, every stream's chunk at the same instant, as a batching engine's decode steps")
 	serverProfile := fs.String("server-cpuprofile", "", "have the server write a CPU profile of itself to this file")
+	keepAwake := fs.Bool("keep-awake", false, "run tokbench with --keep-awake (and the send scenarios' floors beside the same loops): a busy loop at SCHED_IDLE on each of the harness's processors while a level runs")
 	rxStamp := fs.Bool("rxstamp", true, "stamp chunks with the kernel's receive instant, as tokbench bench does (false: the instant the client read them)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -220,7 +221,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{tok: tok, rxStamp: *rxStamp, offered: *offered, stressOffered: *stressOffered, step: *step}
+	h := &harness{tok: tok, rxStamp: *rxStamp, keepAwake: *keepAwake, offered: *offered, stressOffered: *stressOffered, step: *step}
 	// The first scenarios start servers of their own; the others share one.
 	where := "servers of its own"
 	if *only != "first" {
@@ -416,6 +417,7 @@ type harness struct {
 	base          string // the shared server's, for every scenario but first
 	tok           tokenize.Tokenizer
 	rxStamp       bool
+	keepAwake     bool
 	offered       float64 // tokens/s the paced and burst streams offer in all (at most 500 per stream)
 	stressOffered float64 // the same for the stress streams
 	step          bool    // paced and burst streams write on a step grid shared by all streams
@@ -424,7 +426,7 @@ type harness struct {
 // options are the client options tokbench bench measures with by default,
 // with -rxstamp=false a plain dialer instead of kernel receive stamps.
 func (h *harness) options() benchmark.ClientOptions {
-	o := benchmark.ClientOptions{Timeout: 2 * time.Minute}
+	o := benchmark.ClientOptions{Timeout: 2 * time.Minute, KeepAwake: h.keepAwake}
 	if !h.rxStamp {
 		o.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tokbench/tokbench/api"
+	"github.com/tokbench/tokbench/internal/awake"
 	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
@@ -36,7 +37,10 @@ type Sends struct {
 	PacerShare  float64 `json:"pacer_cpu_share,omitempty"`
 	WakeP99Ms   float64 `json:"pacer_wake_late_p99_ms,omitempty"`
 	SpareOpened int64   `json:"spare_opened,omitempty"`
-	DialsOnSend int     `json:"dials_on_send,omitempty"`
+	// KeptAwake*: what --keep-awake's loops cost the level (-keep-awake).
+	KeptAwakeCPUs       int     `json:"kept_awake_cpus,omitempty"`
+	KeptAwakeCPUSeconds float64 `json:"kept_awake_cpu_seconds,omitempty"`
+	DialsOnSend         int     `json:"dials_on_send,omitempty"`
 	// LateBy is tokbench's own count of its late sends by cause.
 	LateBy *metrics.LateBy `json:"late_by,omitempty"`
 	// The ticker scenario: a bare Go ticker (time.Sleep to each instant of
@@ -170,6 +174,9 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 	if c := res.Level.Connections; c != nil {
 		s.DialsOnSend = c.Opened
 	}
+	if c := res.Level.Client; c != nil && c.KeptAwake != nil {
+		s.KeptAwakeCPUs, s.KeptAwakeCPUSeconds = c.KeptAwake.CPUs, c.KeptAwake.CPUSeconds
+	}
 	if q := res.Level.QueueMs; q != nil {
 		out.QueueP50Ms, out.QueueP99Ms, out.QueueMaxMs = q.P50, q.P99, q.Max
 	}
@@ -185,6 +192,14 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 		if req, _ := src.Request(0); len(req.Messages) > 0 {
 			sc.prompt = req.Messages[len(req.Messages)-1].Content
 		}
+	}
+	if h.keepAwake {
+		// The floors run beside the same loops as tokbench did.
+		k, err := awake.Start()
+		if err != nil {
+			return out, err
+		}
+		defer k.Stop()
 	}
 	if s.BareLate, err = h.bareSend(scheduleOf(lv), sc, spinTo); err != nil {
 		return out, err
@@ -271,5 +286,8 @@ func printSends(w io.Writer, s *Sends) {
 		}
 		fmt.Fprintf(w, "        pacer: lead p50 %.3f ms (learned %.3f), wake-up late p99 %.3f ms, CPU %.1f%% of a core; connections: %d spare opened, %d dialled by a send\n",
 			s.LeadMs, s.LearnedMs, s.WakeP99Ms, 100*s.PacerShare, s.SpareOpened, s.DialsOnSend)
+		if s.KeptAwakeCPUs > 0 {
+			fmt.Fprintf(w, "        kept awake: %d processors, their loops %.2f CPU-s of otherwise idle time\n", s.KeptAwakeCPUs, s.KeptAwakeCPUSeconds)
+		}
 	}
 }

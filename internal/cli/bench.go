@@ -69,7 +69,7 @@ otherwise) and benchmarks it over real HTTP.`,
 var benchFlagGroups = []flagGroup{
 	{"Target", []string{"url", "api", "llamacpp-media", "model", "header", "api-key-env", "api-key-file", "insecure", "ca-cert", "http2", "redirects"}},
 	{"Load", []string{"concurrency", "rate", "arrival", "burstiness", "max-concurrency", "requests", "duration", "warmup",
-		"ramp-up", "lockstep", "connections", "sweep", "sweep-max", "repeat", "workload", "steps", "turns", "think-time", "shard", "start-at",
+		"ramp-up", "lockstep", "connections", "keep-awake", "sweep", "sweep-max", "repeat", "workload", "steps", "turns", "think-time", "shard", "start-at",
 		"summary-every", "trace", "trace-format", "trace-speed", "trace-window"}},
 	{"Prompts and outputs", []string{"input-tokens", "output-tokens", "dataset", "dataset-format", "dataset-budget", "images", "image-size",
 		"image-format", "audio-seconds", "tokenizer", "prefix-tokens",

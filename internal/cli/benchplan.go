@@ -75,6 +75,7 @@ type benchOptions struct {
 	Timeout, StallTimeout, Grace time.Duration
 	Retry                        int
 	MaxErrorRate                 float64
+	KeepAwake                    bool
 
 	SLO, Profile string
 	Repeat       int
@@ -189,6 +190,7 @@ func (opts benchOptions) plan(env planEnv) (*benchmark.Plan, error) {
 			Timeout: o.Timeout, StallTimeout: o.StallTimeout, Grace: o.Grace,
 			Retry: o.Retry, MaxErrorRate: o.MaxErrorRate, Cold: o.Connections == "cold",
 			HTTP2: o.HTTP2, TLS: o.tls, FollowRedirects: o.Redirects == "same-origin",
+			KeepAwake: o.KeepAwake,
 		},
 		Sweep: o.sweep, Repeat: o.Repeat, SLOs: o.slos, StartAt: o.start, Shard: o.shard, Version: o.Version,
 		Prices: metrics.Prices{InputPerMillion: o.PriceIn, OutputPerMillion: o.PriceOut, GPUHour: o.GPUHourPrice, GPUs: max(o.GPUs, 1)},

@@ -36,6 +36,7 @@ func registerOptions(fl *pflag.FlagSet, o *benchOptions) {
 	fl.StringVar(&o.TraceWindow, "trace-window", o.TraceWindow, "replay only A:B of the trace (trace time from its first request: 600:1200, 10m:20m, 10m:)")
 	fl.DurationVar(&o.RampUp, "ramp-up", o.RampUp, "closed loop: start each level's users evenly over this time (default: over one request's duration, measured by the warm-up or the level before)")
 	fl.BoolVar(&o.Lockstep, "lockstep", o.Lockstep, "closed loop: start each level's users at the same instant, so its first requests prefill together (the default spreads them over one request's duration)")
+	fl.BoolVar(&o.KeepAwake, "keep-awake", o.KeepAwake, "keep this machine's processors from idling while each level runs (Linux: a busy loop per processor at SCHED_IDLE, which only takes time nothing else wants): a virtual machine's idle processor can resume milliseconds late, and the sends and the clock's reads with it")
 	fl.StringVar(&o.Connections, "connections", o.Connections, "warm: open every user's connection (TCP, TLS) before a level's clock starts, so TTFT counts from the request's write; cold: each user's first request opens its own and TTFT counts its set-up (first contact)")
 	fl.StringVar(&o.Sweep, "sweep", o.Sweep, "auto: one user, then doubling to maximum throughput, then levels in between")
 	fl.IntVar(&o.SweepMax, "sweep-max", o.SweepMax, "highest concurrency --sweep auto may try")

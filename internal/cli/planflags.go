@@ -26,6 +26,7 @@ var planFlags = map[string]string{
 	"Client.Grace":                "--grace",
 	"Client.Retry":                "--retry",
 	"Client.MaxErrorRate":         "--max-error-rate",
+	"Client.KeepAwake":            "--keep-awake",
 	"Repeat":                      "--repeat",
 	"Shard":                       "--shard",
 	"Load":                        "--concurrency, --rate or --sweep",

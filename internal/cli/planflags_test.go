@@ -108,6 +108,7 @@ func TestEveryPlanFieldHasAFlag(t *testing.T) {
 		"Client.Retry":             {"--retry", "2"},
 		"Client.MaxErrorRate":      {"--max-error-rate", "0.5"},
 		"Client.Cold":              {"--connections", "cold"},
+		"Client.KeepAwake":         {"--keep-awake"},
 		"Client.HTTP2":             {"--http2"},
 		"Client.TLS":               {"--insecure"},
 		"Client.FollowRedirects":   {"--redirects", "same-origin"},
