@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -277,7 +278,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	res.Level.Pacer = pacer
 	if pacer != nil && pacer.LateBy != nil {
 		w := "late sends by cause: " + pacer.LateBy.String() + " (pacer.late_by in docs/metrics.md)"
-		if pacer.LateBy.Wake > 0 && !r.KeepAwake {
+		if pacer.LateBy.Wake > 0 && !r.KeepAwake && runtime.GOOS == "linux" {
 			w += "; where the pacer woke late on a virtual machine, --keep-awake keeps its idle processors from halting"
 		}
 		res.Level.Warnings = append(res.Level.Warnings, w)

@@ -274,7 +274,7 @@ func TestKeepAwakeLevel(t *testing.T) {
 		t.Errorf("%d of 20 requests completed", res.Level.Requests.Completed)
 	}
 	c := res.Level.Client
-	if c == nil || c.KeptAwake == nil || c.KeptAwake.CPUs < 1 || c.KeptAwake.CPUs > runtime.NumCPU() || c.KeptAwake.CPUSeconds < 0 {
+	if c == nil || c.KeptAwake == nil || c.KeptAwake.CPUs < 1 || c.KeptAwake.CPUs > runtime.NumCPU() {
 		t.Fatalf("client health %+v, want kept_awake on this process's processors", c)
 	}
 	if left := loopsOf(os.Getpid()); len(left) > 0 {
@@ -306,7 +306,7 @@ func loopsOf(parent int) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 5 && strings.Contains(args[2], "kill -0") && args[4] == strconv.Itoa(parent) {
+		if len(args) == 5 && strings.Contains(args[2], "/proc/$$/stat") && args[4] == strconv.Itoa(parent) {
 			pids = append(pids, pid)
 		}
 	}

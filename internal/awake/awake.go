@@ -6,11 +6,14 @@
 // host may take milliseconds to resume it when its timer fires: a pacer
 // that slept through a gap between instants then wakes late, however
 // early it aimed. A busy loop at SCHED_IDLE on each of the process's
-// processors keeps them from halting while taking no time from anything
-// else that runs there: the kernel runs an idle-policy task only where
-// nothing else is runnable, and preempts it at once when something is.
-// Its cost is a core per processor of otherwise idle time (power, and a
-// hyperthread sibling's share of its core), so it is opt-in.
+// processors keeps them from halting while taking next to no time from
+// what else runs there: beside a task of normal priority an idle-policy
+// task gets a weight of 3 against its 1,024 (0.3%), and is preempted at
+// once when one wakes. That holds within tokbench's cgroup: against other
+// cgroups the loops count as tokbench's, and under a CPU quota they would
+// spend it, so Start refuses there. Its cost is a core per processor of
+// otherwise idle time (power, and a hyperthread sibling's share of its
+// core), so it is opt-in.
 package awake
 
 import (

@@ -1,38 +1,45 @@
 package awake
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"runtime"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// process is one busy loop: a shell that spins until tokbench is gone
-// (kill -0 on its pid fails), so that a tokbench killed outright leaves
-// nothing spinning.
+// process is one busy loop: a shell that spins until tokbench is gone.
 type process struct {
 	cmd *exec.Cmd
 	cpu int
 }
 
-// loop is the busy loop each process runs: a shell builtin per turn, no
-// fork, and the check that tokbench ($1: its pid, given rather than read
-// as the shell's parent, which an idle-priority shell may read only
-// after tokbench is gone) is still there.
-const loop = `while kill -0 "$1" 2>/dev/null; do :; done`
+// loop is the busy loop each process runs, builtins only (no fork): it
+// waits on its stdin until it was given its processor and policy, then
+// spins while its parent is still tokbench ($1: its pid). The parent is
+// read from /proc at each turn: a tokbench killed outright hands its
+// children to another parent at once, before anyone reaps it (kill -0
+// would go on succeeding on the zombie), and no reused pid can pass.
+const loop = `p=$1; read -r _; while read -r s < /proc/$$/stat && set -- $s && [ "$4" = "$p" ]; do :; done`
 
 // Start starts a busy loop at SCHED_IDLE on each processor this process
-// may run on. Each is started from a thread that first takes the loop's
-// processor as its only one and the idle policy: a child inherits both
-// (neither needs a privilege), so the loop never runs anywhere else or at
-// any other priority, and the thread ends with its goroutine.
+// may run on. Each loop is started held on its stdin, then given its
+// processor alone and the idle policy (a process may lower its own
+// child's priority without a privilege), then let go: none of tokbench's
+// own threads changes. Under a CPU quota (a container's limit) it starts
+// nothing: the loops would spend the quota tokbench itself shares.
 func Start() (*Keeper, error) {
+	if q := cpuQuota("/proc/self/cgroup", "/sys/fs/cgroup"); q != "" {
+		return nil, fmt.Errorf("keep awake: tokbench runs under a CPU quota (%s), which busy loops would spend, its own time with it", q)
+	}
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, fmt.Errorf("keep awake: the process's processors: %w", err)
@@ -59,43 +66,92 @@ func Start() (*Keeper, error) {
 	return k, nil
 }
 
-// startOn starts one loop on cpu, from a thread of its own that ends
-// with this call (its goroutine never unlocks it).
+// startOn starts one loop, held, gives it cpu alone and SCHED_IDLE, and
+// lets it go.
 func startOn(sh string, cpu int) (*process, error) {
-	type result struct {
-		p   *process
-		err error
+	cmd := exec.Command(sh, "-c", loop, "sh", strconv.Itoa(os.Getpid()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C at the terminal is tokbench's to handle
+	hold, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread, idle now, ends with the goroutine
-		var one unix.CPUSet
-		one.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &one); err != nil {
-			done <- result{err: err}
-			return
-		}
-		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedIdle}, 0); err != nil {
-			done <- result{err: err}
-			return
-		}
-		cmd := exec.Command(sh, "-c", loop, "sh", strconv.Itoa(os.Getpid()))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C at the terminal is tokbench's to handle
-		if err := cmd.Start(); err != nil {
-			done <- result{err: err}
-			return
-		}
-		done <- result{p: &process{cmd: cmd, cpu: cpu}}
-	}()
-	r := <-done
-	return r.p, r.err
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, cpu: cpu}
+	pid := cmd.Process.Pid
+	var one unix.CPUSet
+	one.Set(cpu)
+	err = unix.SchedSetaffinity(pid, &one)
+	if err == nil {
+		err = unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedIdle}, 0)
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	io.WriteString(hold, "go\n")
+	hold.Close()
+	return p, nil
 }
 
 // schedIdle is Linux's SCHED_IDLE policy.
 const schedIdle = 5
 
-// Stop ends the loops and says what they cost. It may be called more than
-// once (the later calls report nothing), and on a nil Keeper.
+// cpuQuota names the CPU quota of the cgroup the process runs in (or of
+// one above it), "" when there is none. procCgroup is /proc/self/cgroup,
+// root the cgroup file systems' mount.
+func cpuQuota(procCgroup, root string) string {
+	f, err := os.Open(procCgroup)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// hierarchy-ID:controllers:path; cgroup v2's is 0::path.
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var file, dir string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			file, dir = "cpu.max", root
+		case hasController(parts[1], "cpu"):
+			file, dir = "cpu.cfs_quota_us", filepath.Join(root, parts[1])
+		default:
+			continue
+		}
+		for p := filepath.Clean("/" + parts[2]); ; p = filepath.Dir(p) {
+			if b, err := os.ReadFile(filepath.Join(dir, p, file)); err == nil {
+				v := strings.Fields(string(b))
+				if len(v) > 0 && v[0] != "max" && v[0] != "-1" {
+					return filepath.Join(p, file) + " " + strings.Join(v, " ")
+				}
+			}
+			if p == "/" {
+				break
+			}
+		}
+	}
+	return ""
+}
+
+// hasController says a v1 hierarchy's controller list names c.
+func hasController(list, c string) bool {
+	for _, x := range strings.Split(list, ",") {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Stop ends the loops and says what they cost: every loop is killed
+// first, then each reaped. It may be called more than once (the later
+// calls report nothing), and on a nil Keeper.
 func (k *Keeper) Stop() Usage {
 	if k == nil {
 		return Usage{}
@@ -103,6 +159,8 @@ func (k *Keeper) Stop() Usage {
 	u := Usage{CPUs: len(k.procs), Wall: time.Since(k.start)}
 	for _, p := range k.procs {
 		p.cmd.Process.Kill()
+	}
+	for _, p := range k.procs {
 		if p.cmd.Wait(); p.cmd.ProcessState != nil {
 			u.CPUSeconds += (p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()).Seconds()
 		}

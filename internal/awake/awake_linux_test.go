@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +68,26 @@ func TestKeeperLoopsAtIdlePriorityOnEachCPU(t *testing.T) {
 		}
 		seen[p.cpu] = true
 	}
+	// None of this process's own threads took a loop's policy or
+	// processor.
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			continue // the thread ended
+		}
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			continue
+		}
+		if attr.Policy == schedIdle || set.Count() != mine.Count() {
+			t.Errorf("thread %d of the test now runs at policy %d on %d processors, want its own (%d processors)", tid, attr.Policy, set.Count(), mine.Count())
+		}
+	}
 	time.Sleep(100 * time.Millisecond)
 	u := k.Stop()
 	if u.CPUs != mine.Count() || len(seen) != mine.Count() {
@@ -113,8 +134,9 @@ func TestKeeperEndsWithItsParent(t *testing.T) {
 			t.Fatalf("loop %d is not running while its parent is", pid)
 		}
 	}
+	// Not reaped yet: a zombie parent must not keep the loops spinning.
 	cmd.Process.Kill()
-	cmd.Wait()
+	defer cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
 		for running(pid) && time.Now().Before(deadline) {
@@ -135,4 +157,40 @@ func running(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// TestCPUQuota: a quota on the process's cgroup, or one above it, in
+// cgroup v2 or v1, is found; none is none.
+func TestCPUQuota(t *testing.T) {
+	for _, c := range []struct {
+		name, cgroup string
+		files        map[string]string
+		want         string
+	}{
+		{"v2 quota above", "0::/a/b\n", map[string]string{"a/b/cpu.max": "max 100000\n", "a/cpu.max": "200000 100000\n"}, "/a/cpu.max 200000 100000"},
+		{"v2 none", "0::/a/b\n", map[string]string{"a/b/cpu.max": "max 100000\n", "cpu.max": "max 100000\n"}, ""},
+		{"v1 quota", "5:cpu,cpuacct:/docker/x\n1:memory:/docker/x\n", map[string]string{"cpu,cpuacct/docker/x/cpu.cfs_quota_us": "150000\n"}, "/docker/x/cpu.cfs_quota_us 150000"},
+		{"v1 none", "5:cpu,cpuacct:/docker/x\n", map[string]string{"cpu,cpuacct/docker/x/cpu.cfs_quota_us": "-1\n"}, ""},
+		{"no cgroup file", "", nil, ""},
+	} {
+		dir := t.TempDir()
+		for name, body := range c.files {
+			path := filepath.Join(dir, "fs", name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cg := filepath.Join(dir, "cgroup")
+		if c.cgroup != "" {
+			if err := os.WriteFile(cg, []byte(c.cgroup), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := cpuQuota(cg, filepath.Join(dir, "fs")); got != c.want {
+			t.Errorf("%s: cpuQuota = %q, want %q", c.name, got, c.want)
+		}
+	}
 }
