@@ -22,6 +22,7 @@ import (
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/awake"
+	"github.com/tokbench/tokbench/internal/gcroom"
 	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/metrics"
 	"github.com/tokbench/tokbench/tokenize"
@@ -253,6 +254,11 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 		}
 		defer keeper.Stop() // on an early return; the level's end stops it first
 	}
+	// The collector gets room while the level runs, so that its cycles,
+	// each a processor's time taken from the pacer and the readers, are
+	// rare (gcroom; a GOGC in the environment is left alone).
+	gcRoom, releaseRoom := gcroom.Hold(0)
+	defer releaseRoom()
 	mon := startMonitor(&r.Progress.LateTicks)
 	if lv.Load.Mode == metrics.ModeRate {
 		var err error
@@ -271,6 +277,7 @@ func (r *Runner) RunLevel(ctx context.Context, idx int, lv Level, src Source) (R
 	health, healthWarnings := mon.finish(&r.stamps)
 	if health != nil {
 		health.KeptAwake = awakeUse
+		health.GCRoomBytes = gcRoom
 	}
 	recs := kept.all()
 	res := Result{Records: recs, Dropped: dropped, Level: acc.Level(wall.Seconds())}

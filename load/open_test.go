@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/busy"
 	"github.com/tokbench/tokbench/internal/fakellm"
+	"github.com/tokbench/tokbench/internal/gcroom"
 	"github.com/tokbench/tokbench/metrics"
 )
 
@@ -311,4 +313,34 @@ func loopsOf(parent int) []int {
 		}
 	}
 	return pids
+}
+
+// A level gives the collector room while it runs and says how much, puts
+// GOGC back when it ends, and leaves a GOGC set in the environment alone.
+func TestLevelGivesCollectorRoom(t *testing.T) {
+	srv := fakellm.New(fakellm.Script{TTFT: time.Millisecond, Gap: time.Millisecond, Tokens: 2, Usage: true})
+	defer srv.Close()
+	r := wireRunner(t, srv)
+	lv := Level{Load: metrics.Load{Mode: metrics.ModeRate, RateRPS: 200, Arrival: ArrivalConstant}, Requests: 10}
+	t.Setenv("GOGC", "")
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	res, err := r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Level.Client; c == nil || c.GCRoomBytes < 4<<20 || c.GCRoomBytes > gcroom.DefaultRoom {
+		t.Errorf("client health %+v, want gc_room_bytes between 4 MiB and %d", c, gcroom.DefaultRoom)
+	}
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Errorf("GOGC %d after the level, want 100 back", p)
+	}
+	t.Setenv("GOGC", "100")
+	res, err = r.RunLevel(context.Background(), 0, lv, fixedSource{maxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Level.Client; c == nil || c.GCRoomBytes != 0 {
+		t.Errorf("client health %+v with GOGC in the environment, want no gc_room_bytes", c)
+	}
 }

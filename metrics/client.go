@@ -39,6 +39,11 @@ type ClientHealth struct {
 	// kept from idling and the CPU time of their idle-priority loops
 	// (time nothing else wanted).
 	KeptAwake *KeptAwake `json:"kept_awake,omitempty"`
+
+	// GCRoomBytes is how far the heap could grow between garbage
+	// collection cycles while the level ran, above what the last cycle
+	// left live; 0 when GOGC in the environment set the pace instead.
+	GCRoomBytes int64 `json:"gc_room_bytes,omitempty"`
 }
 
 // KeptAwake is the cost of keeping the processors from idling.

@@ -1,0 +1,213 @@
+// Package gcroom gives the garbage collector room while a level runs, so
+// that it runs seldom: on a client with one or two processors each cycle
+// takes a processor's time from the pacer and the readers, and a send due
+// during one leaves late.
+//
+// Go starts a cycle when the heap has grown by GOGC percent of what the
+// last cycle left live (and of the goroutine stacks and globals). A
+// client's live heap is small, a few MB, while at thousands of requests a
+// second it allocates tens of MB a second, so at GOGC=100 a cycle runs
+// every few hundred milliseconds. Hold raises GOGC so that the heap may
+// grow by a fixed number of bytes, the room, above what is live, and sets
+// it again after every cycle as the live heap changes: the cycles become
+// as many times rarer as the room is larger than the live heap, for the
+// room's memory. The collector's own CPU per byte allocated falls with
+// them.
+//
+// A GOGC set in the environment is the user's choice and is left alone;
+// GOMEMLIMIT still bounds the heap however large the room.
+package gcroom
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tokbench/tokbench/machine"
+)
+
+// DefaultRoom is the heap growth between cycles Hold allows unless told
+// otherwise, before the cap from the machine's memory.
+const DefaultRoom = 256 << 20
+
+// minRoom is below what Hold does not bother: Go's own minimum heap goal
+// is 4 MB.
+const minRoom = 4 << 20
+
+var (
+	mu      sync.Mutex
+	holders int
+	room    int64
+	gen     uint64 // which hold the sentinel belongs to
+	before  int    // the percent before the first holder
+)
+
+// sentinel is an object whose cleanup runs after the cycle that finds it
+// unreachable: it is how the room follows the live heap, cycle by cycle.
+// It holds a pointer so that it is not packed with other small objects.
+type sentinel struct {
+	_ *int
+	_ int64
+}
+
+// Hold gives the collector the room (DefaultRoom if room ≤ 0), capped at
+// a quarter of the memory the process may still take, until release is
+// called. Holds nest and overlap: the room stays until the last is
+// released, and then the percent in force before the first comes back.
+// It returns the room in force, 0 where it did nothing: GOGC is set in
+// the environment, or the machine has too little memory to spare.
+func Hold(want int64) (granted int64, release func()) {
+	if os.Getenv("GOGC") != "" {
+		return 0, func() {}
+	}
+	if want <= 0 {
+		want = DefaultRoom
+	}
+	if spare := spareMemory(); spare > 0 {
+		want = min(want, spare/4)
+	}
+	if want < minRoom {
+		return 0, func() {}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if holders == 0 {
+		gen++
+		room = want
+		p := percentFor(want, 0)
+		before = debug.SetGCPercent(p)
+		if before < 0 {
+			// GC was off (SetGCPercent(-1) by the program): leave it so.
+			debug.SetGCPercent(before)
+			return 0, func() {}
+		}
+		if p < before {
+			debug.SetGCPercent(before)
+		}
+		watch(gen)
+	}
+	holders++
+	granted = room
+	var once sync.Once
+	return granted, func() {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			holders--
+			if holders == 0 {
+				gen++
+				debug.SetGCPercent(before)
+			}
+		})
+	}
+}
+
+// watch registers a cleanup that sets the percent again after the next
+// cycle, and watches again, while the hold g lasts.
+func watch(g uint64) {
+	s := new(sentinel)
+	runtime.AddCleanup(s, func(g uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if g != gen {
+			return
+		}
+		debug.SetGCPercent(percentFor(room, before))
+		watch(g)
+	}, g)
+}
+
+// percentFor is the GOGC that lets the heap grow by room bytes above what
+// the last cycle left live, never below floor.
+func percentFor(room int64, floor int) int {
+	base := scanned()
+	if base < minRoom {
+		base = minRoom
+	}
+	p := room * 100 / base
+	return int(max(p, int64(floor)))
+}
+
+var samples = []metrics.Sample{
+	{Name: "/gc/heap/live:bytes"},
+	{Name: "/gc/scan/stack:bytes"},
+	{Name: "/gc/scan/globals:bytes"},
+}
+
+// scanned is what GOGC is a percent of: the heap the last cycle marked
+// live, the goroutine stacks and the globals.
+func scanned() int64 {
+	s := make([]metrics.Sample, len(samples))
+	copy(s, samples)
+	metrics.Read(s)
+	var n int64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			n += int64(x.Value.Uint64())
+		}
+	}
+	return n
+}
+
+// spareMemory is the memory the process may still take, in bytes: the
+// machine's available memory, and its cgroup's limit less what the cgroup
+// uses where there is one (cgroup v2); 0 where neither is known.
+func spareMemory() int64 {
+	spare := int64(machine.MemoryAvailable())
+	if c := cgroupSpare(); c > 0 && (spare <= 0 || c < spare) {
+		spare = c
+	}
+	return spare
+}
+
+// cgroupSpare is the memory limit less the use of the cgroup this process
+// runs in (v2's memory.max, v1's memory.limit_in_bytes), 0 where it has no
+// limit or none can be read. Inside a cgroup namespace the process's own
+// cgroup is the mount's root, so that is tried too.
+func cgroupSpare() int64 {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		// hierarchy-ID:controllers:path; cgroup v2's is 0::path.
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		root, limitFile, useFile := "/sys/fs/cgroup", "memory.max", "memory.current"
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			root, limitFile, useFile = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"
+		default:
+			continue
+		}
+		for _, dir := range []string{filepath.Join(root, filepath.Clean("/"+parts[2])), root} {
+			limit, used := readInt(filepath.Join(dir, limitFile)), readInt(filepath.Join(dir, useFile))
+			if limit > used && used > 0 {
+				return limit - used
+			}
+		}
+	}
+	return 0
+}
+
+// readInt reads a file holding one integer ("max" and errors read as 0).
+func readInt(name string) int64 {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
