@@ -10,6 +10,7 @@ import (
 
 	"github.com/tokbench/tokbench/api"
 	"github.com/tokbench/tokbench/internal/awake"
+	"github.com/tokbench/tokbench/internal/gcroom"
 	"github.com/tokbench/tokbench/internal/pace"
 	"github.com/tokbench/tokbench/load"
 	"github.com/tokbench/tokbench/metrics"
@@ -193,6 +194,11 @@ func (h *harness) send(name string, lv load.Level, src load.Source) (Result, err
 			sc.prompt = req.Messages[len(req.Messages)-1].Content
 		}
 	}
+	// The floors run as a level does: the level's garbage collected
+	// first, and the collector given the same room (gcroom).
+	runtime.GC()
+	_, release := gcroom.Hold(0)
+	defer release()
 	if h.keepAwake {
 		// The floors run beside the same loops as tokbench did.
 		k, err := awake.Start()
