@@ -114,6 +114,7 @@ func postJSON(ctx context.Context, endpoint string, body, extra map[string]any, 
 // classifies read failures and a stream that ends before its marker.
 func decodeSSE(body io.Reader, resp *Response, handle func(ev sse.Event) bool) {
 	dec := sse.NewDecoder(body)
+	defer dec.Release()
 	for {
 		ev, err := dec.Next()
 		if err != nil {

@@ -105,6 +105,7 @@ func tail(body io.Reader, d time.Duration) {
 // text.
 func (o OpenAI) Decode(body io.Reader, resp *Response) {
 	dec := sse.NewDecoder(body)
+	defer dec.Release()
 	var lastAt time.Time
 	var cd chunkDecoder
 	defer cd.p.release()

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -53,7 +54,8 @@ type Event struct {
 type Decoder struct {
 	r          io.Reader
 	now        func() time.Time
-	buf        []byte // unread bytes are buf[start:end]
+	buf        []byte  // unread bytes are buf[start:end]
+	pooled     *[]byte // the initial buffer, from buffers, until it is given back
 	start, end int
 	readAt     time.Time
 	err        error
@@ -82,7 +84,8 @@ const (
 // (api's body of a connection that keeps kernel receive stamps), that
 // function stamps reads instead of time.Now.
 func NewDecoder(r io.Reader) *Decoder {
-	d := &Decoder{r: r, now: time.Now, buf: make([]byte, initialBuffer)}
+	d := &Decoder{r: r, now: time.Now, pooled: buffers.Get().(*[]byte)}
+	d.buf = *d.pooled
 	if c, ok := r.(interface{ ArrivalClock() func() time.Time }); ok {
 		if f := c.ArrivalClock(); f != nil {
 			d.now = f
@@ -90,6 +93,36 @@ func NewDecoder(r io.Reader) *Decoder {
 	}
 	return d
 }
+
+// buffers holds initial buffers of decoders released, for new ones: at
+// thousands of requests a second a buffer each is a good part of what the
+// client allocates, and of how often its garbage collector runs.
+var buffers = sync.Pool{New: func() any {
+	b := make([]byte, initialBuffer)
+	return &b
+}}
+
+// recycle gives the decoder's initial buffer back to buffers, once.
+func (d *Decoder) recycle() {
+	if d.pooled != nil {
+		buffers.Put(d.pooled)
+		d.pooled = nil
+	}
+}
+
+// Release ends the decoder's use, giving its initial buffer back for
+// later decoders (one that grew was given back then). The decoder must not
+// be used after it; Events it returned stay valid (their data is the
+// decoder's own, not the buffer's).
+func (d *Decoder) Release() {
+	d.recycle()
+	d.buf = nil
+	d.start, d.end = 0, 0
+	d.err = errReleased
+}
+
+// errReleased is what a released decoder's Next returns.
+var errReleased = errors.New("sse: decoder used after Release")
 
 // SetClock replaces time.Now, for tests.
 func (d *Decoder) SetClock(now func() time.Time) { d.now = now }
@@ -223,6 +256,7 @@ func (d *Decoder) fill() error {
 		}
 		nb := make([]byte, min(2*len(d.buf), MaxLineBytes))
 		copy(nb, d.buf[:d.end])
+		d.recycle() // no line returned from it is in use between calls to Next
 		d.buf = nb
 	}
 	free := len(d.buf) - d.end

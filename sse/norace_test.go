@@ -1,0 +1,5 @@
+//go:build !race
+
+package sse
+
+const raceBuild = false
