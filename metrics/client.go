@@ -42,7 +42,8 @@ type ClientHealth struct {
 
 	// GCRoomBytes is how far the heap could grow between garbage
 	// collection cycles while the level ran, above what the last cycle
-	// left live; 0 when GOGC in the environment set the pace instead.
+	// left live; 0 when it had none: GOGC set in the environment, the
+	// collector turned off, or too little memory to spare.
 	GCRoomBytes int64 `json:"gc_room_bytes,omitempty"`
 }
 

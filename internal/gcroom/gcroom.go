@@ -19,6 +19,7 @@
 package gcroom
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,46 +57,40 @@ type sentinel struct {
 	_ int64
 }
 
-// Hold gives the collector the room (DefaultRoom if room ≤ 0), capped at
+// Hold gives the collector the room (DefaultRoom if want ≤ 0), capped at
 // a quarter of the memory the process may still take, until release is
-// called. Holds nest and overlap: the room stays until the last is
-// released, and then the percent in force before the first comes back.
-// It returns the room in force, 0 where it did nothing: GOGC is set in
-// the environment, or the machine has too little memory to spare.
+// called. Holds nest and overlap: the first one's room stays until the
+// last is released, and then the percent in force before the first comes
+// back. It returns the room in force, 0 where it did nothing: GOGC is set
+// in the environment or collection is off, or the machine has too little
+// memory to spare.
 func Hold(want int64) (granted int64, release func()) {
-	if os.Getenv("GOGC") != "" {
-		return 0, func() {}
-	}
-	if want <= 0 {
-		want = DefaultRoom
-	}
-	if spare := spareMemory(); spare > 0 {
-		want = min(want, spare/4)
-	}
-	if want < minRoom {
-		return 0, func() {}
-	}
 	mu.Lock()
 	defer mu.Unlock()
 	if holders == 0 {
-		gen++
-		room = want
-		p := percentFor(want, 0)
-		before = debug.SetGCPercent(p)
-		if before < 0 {
-			// GC was off (SetGCPercent(-1) by the program): leave it so.
-			debug.SetGCPercent(before)
+		if os.Getenv("GOGC") != "" {
 			return 0, func() {}
 		}
-		if p < before {
-			debug.SetGCPercent(before)
+		if want <= 0 {
+			want = DefaultRoom
 		}
+		want = min(want, maxRoom)
+		if spare := spareMemory(); spare > 0 {
+			want = min(want, spare/4)
+		}
+		// The percent in force; off (-1) reads as the largest uint64.
+		old := int(int64(readUint(gogcPercent)))
+		if want < minRoom || old < 0 {
+			return 0, func() {}
+		}
+		gen++
+		room, before = want, old
+		debug.SetGCPercent(percentFor(room, before))
 		watch(gen)
 	}
 	holders++
-	granted = room
 	var once sync.Once
-	return granted, func() {
+	return room, func() {
 		once.Do(func() {
 			mu.Lock()
 			defer mu.Unlock()
@@ -106,6 +101,22 @@ func Hold(want int64) (granted int64, release func()) {
 			}
 		})
 	}
+}
+
+// maxRoom bounds a room asked for, so that the percent stays in range.
+const maxRoom = 1 << 40
+
+// gogcPercent is the runtime metric of the GOGC in force.
+const gogcPercent = "/gc/gogc:percent"
+
+// readUint reads one runtime metric of kind uint64 (0 where it has none).
+func readUint(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // watch registers a cleanup that sets the percent again after the next
@@ -130,7 +141,7 @@ func percentFor(room int64, floor int) int {
 	if base < minRoom {
 		base = minRoom
 	}
-	p := room * 100 / base
+	p := min(room*100/base, math.MaxInt32) // the runtime keeps it in an int32
 	return int(max(p, int64(floor)))
 }
 
@@ -156,44 +167,72 @@ func scanned() int64 {
 }
 
 // spareMemory is the memory the process may still take, in bytes: the
-// machine's available memory, and its cgroup's limit less what the cgroup
-// uses where there is one (cgroup v2); 0 where neither is known.
+// machine's available memory, and the least its cgroups (v1 or v2, the
+// process's own and those above it) have left under their limits; 0
+// where none of these is known (not Linux).
 func spareMemory() int64 {
 	spare := int64(machine.MemoryAvailable())
-	if c := cgroupSpare(); c > 0 && (spare <= 0 || c < spare) {
+	if c := cgroupSpare("/proc/self/cgroup", "/sys/fs/cgroup"); c > 0 && (spare <= 0 || c < spare) {
 		spare = c
 	}
 	return spare
 }
 
-// cgroupSpare is the memory limit less the use of the cgroup this process
-// runs in (v2's memory.max, v1's memory.limit_in_bytes), 0 where it has no
-// limit or none can be read. Inside a cgroup namespace the process's own
-// cgroup is the mount's root, so that is tried too.
-func cgroupSpare() int64 {
-	b, err := os.ReadFile("/proc/self/cgroup")
+// cgroupSpare is the least memory left under a limit of the cgroup this
+// process runs in or of one above it (v2's memory.max, v1's
+// memory.limit_in_bytes), what they use counted without the file cache
+// the kernel would reclaim first (memory.stat's inactive_file). It is 0
+// where no cgroup has a limit or none can be read, and at least 1 where
+// one is at or over its limit. procCgroup is /proc/self/cgroup, mount the
+// cgroup file systems' mount. Inside a cgroup namespace the process's own
+// cgroup is the mount's root, which the walk up reaches too.
+func cgroupSpare(procCgroup, mount string) int64 {
+	b, err := os.ReadFile(procCgroup)
 	if err != nil {
 		return 0
 	}
+	var least int64
 	for line := range strings.Lines(string(b)) {
 		// hierarchy-ID:controllers:path; cgroup v2's is 0::path.
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		root, limitFile, useFile := "/sys/fs/cgroup", "memory.max", "memory.current"
+		root, limitFile, useFile, cacheKey := mount, "memory.max", "memory.current", "inactive_file"
 		switch {
 		case parts[0] == "0" && parts[1] == "":
 		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			root, limitFile, useFile = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"
+			root, limitFile, useFile, cacheKey = filepath.Join(mount, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"
 		default:
 			continue
 		}
-		for _, dir := range []string{filepath.Join(root, filepath.Clean("/"+parts[2])), root} {
-			limit, used := readInt(filepath.Join(dir, limitFile)), readInt(filepath.Join(dir, useFile))
-			if limit > used && used > 0 {
-				return limit - used
+		for p := filepath.Clean("/" + parts[2]); ; p = filepath.Dir(p) {
+			dir := filepath.Join(root, p)
+			if limit := readInt(filepath.Join(dir, limitFile)); limit > 0 {
+				used := readInt(filepath.Join(dir, useFile)) - statOf(filepath.Join(dir, "memory.stat"), cacheKey)
+				spare := max(limit-used, 1)
+				if least == 0 || spare < least {
+					least = spare
+				}
 			}
+			if p == "/" {
+				break
+			}
+		}
+	}
+	return least
+}
+
+// statOf reads one key's value from a memory.stat file (0 where absent).
+func statOf(name, key string) int64 {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && k == key {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
 		}
 	}
 	return 0

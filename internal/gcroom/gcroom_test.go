@@ -31,8 +31,9 @@ func TestHoldRaisesAndRestores(t *testing.T) {
 	atPercent(t)
 	const want = 64 << 20
 	got, release := Hold(want)
-	if got == 0 {
-		t.Skip("the machine has too little memory to spare for a room of 64 MiB")
+	if got < want {
+		release()
+		t.Skipf("the machine spares a room of %d bytes, not 64 MiB", got)
 	}
 	if got > want {
 		t.Errorf("granted %d bytes, more than the %d asked for", got, want)
@@ -62,10 +63,10 @@ func TestHoldRaisesAndRestores(t *testing.T) {
 func TestHoldFollowsLiveHeap(t *testing.T) {
 	atPercent(t)
 	got, release := Hold(64 << 20)
-	if got == 0 {
-		t.Skip("the machine has too little memory to spare for a room of 64 MiB")
-	}
 	defer release()
+	if got < 64<<20 {
+		t.Skipf("the machine spares a room of %d bytes, not 64 MiB", got)
+	}
 	p0 := gogc()
 	live := make([][]byte, 0, 32)
 	for range 32 {
@@ -105,6 +106,30 @@ func TestHoldLeavesUsersGOGC(t *testing.T) {
 	}
 }
 
+// A percent set higher than the room needs, or collection turned off, is
+// the program's and stays.
+func TestHoldKeepsHigherPercentAndOff(t *testing.T) {
+	atPercent(t)
+	debug.SetGCPercent(1_000_000)
+	got, release := Hold(64 << 20)
+	if p := gogc(); p != 1_000_000 {
+		t.Errorf("GOGC %d under a hold of %d bytes, want 1000000 kept", p, got)
+	}
+	release()
+	if p := gogc(); p != 1_000_000 {
+		t.Errorf("GOGC %d after the hold, want 1000000", p)
+	}
+	debug.SetGCPercent(-1)
+	got, release = Hold(64 << 20)
+	if p := int64(gogc()); got != 0 || p != -1 {
+		t.Errorf("granted %d bytes, GOGC %d with collection off; want 0 and off (-1)", got, p)
+	}
+	release()
+	if p := int64(gogc()); p != -1 {
+		t.Errorf("GOGC %d after the hold, want off (-1)", p)
+	}
+}
+
 // churn allocates n bytes of short-lived garbage in 1 KiB objects and
 // returns the garbage collection cycles that ran meanwhile.
 func churn(n int) uint64 {
@@ -124,8 +149,9 @@ func TestHoldMakesCyclesRare(t *testing.T) {
 	const garbage = 256 << 20
 	without := churn(garbage)
 	got, release := Hold(64 << 20)
-	if got == 0 {
-		t.Skip("the machine has too little memory to spare for a room of 64 MiB")
+	if got < 64<<20 {
+		release()
+		t.Skipf("the machine spares a room of %d bytes, not 64 MiB", got)
 	}
 	with := churn(garbage)
 	release()
