@@ -8,21 +8,14 @@ import (
 	"testing"
 )
 
-// decodeAll reads every event of stream, returning their data.
+// decodeAll reads every event of d, returning their data.
 func decodeAll(t *testing.T, d *Decoder) []string {
 	t.Helper()
 	var got []string
-	for {
-		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			return got
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-			return got
-		}
+	for _, ev := range events(t, d) {
 		got = append(got, string(ev.Data))
 	}
+	return got
 }
 
 // A released decoder's buffer serves the next decoder, whose events are

@@ -41,8 +41,8 @@ var maxEventBytes = MaxEventBytes
 // ErrEventTooLarge reports an event whose data passed MaxEventBytes.
 var ErrEventTooLarge = errors.New("sse: event data longer than 4 MiB")
 
-// Event is one dispatched event. Data aliases the decoder's buffer and is
-// valid only until the next call to Next.
+// Event is one dispatched event. Data is a slice the decoder reuses for
+// the next event: it is valid until the next call to Next.
 type Event struct {
 	Name string // the "event:" field; empty means "message"
 	Data []byte

@@ -12,7 +12,12 @@ import (
 
 func collect(t *testing.T, r io.Reader) []Event {
 	t.Helper()
-	d := NewDecoder(r)
+	return events(t, NewDecoder(r))
+}
+
+// events reads every event from d, to its end, each with its own data.
+func events(t *testing.T, d *Decoder) []Event {
+	t.Helper()
 	var out []Event
 	for {
 		ev, err := d.Next()
