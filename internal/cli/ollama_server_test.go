@@ -597,8 +597,12 @@ func ollamaProxy(ctx context.Context, t *testing.T) {
 // both ways, writes, reads); H less L+P+E is Ollama's own time outside its
 // counters (template, tokenizing, the hop to its runner, flushes); their
 // sum, DoneMs less L+P+E, is the request's share outside Ollama's
-// counters. Judged per request: the intervals nest (both shares ≥ 0),
-// bench's TTFT is no less than L+P (the first token cannot come before
+// counters. Judged per request: the intervals nest (Ollama's own share
+// ≥ 0; the network share ≥ 0 but for the handler's return, which trails
+// its last write by Ollama's work after it and any wait for a core, so
+// may come after the client read that write: by at most the longest a
+// thread here woke late in the same run; CI once read −0.02 ms), bench's
+// TTFT is no less than L+P (the first token cannot come before
 // Ollama's prefill ends), and bench's decode time (first to last token)
 // is no more than E plus the share outside. How the rest of that share
 // splits between TTFT and decode is not bounded: the first token reaches
@@ -660,9 +664,9 @@ func ollamaTiming(ctx context.Context, t *testing.T) {
 		if !judge {
 			continue
 		}
-		if network < 0 || own < 0 {
-			t.Errorf("request %d: the client's %.2f ms to the answer's end, Ollama's handler %.2f ms and its counters %.2f ms do not nest",
-				i, r.DoneMs, handler[i], s.LoadMs+s.PromptMs+s.PredictedMs)
+		if network < -lag.MaxMs || own < 0 {
+			t.Errorf("request %d: the client's %.2f ms to the answer's end, Ollama's handler %.2f ms and its counters %.2f ms do not nest (the handler may end up to %.2f ms after the client's read, the longest a wake-up here was late)",
+				i, r.DoneMs, handler[i], s.LoadMs+s.PromptMs+s.PredictedMs, lag.MaxMs)
 		}
 		if ttftGap < 0 {
 			t.Errorf("request %d: TTFT %.2f ms, less than Ollama's load+prefill %.2f ms", i, r.TTFTMs, s.TTFTMs())
