@@ -1,7 +1,6 @@
 package awake
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tokbench/tokbench/internal/cgroup"
 )
 
 // process is one busy loop: a shell that spins until tokbench is gone.
@@ -103,50 +104,19 @@ const schedIdle = 5
 // one above it), "" when there is none. procCgroup is /proc/self/cgroup,
 // root the cgroup file systems' mount.
 func cpuQuota(procCgroup, root string) string {
-	f, err := os.Open(procCgroup)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// hierarchy-ID:controllers:path; cgroup v2's is 0::path.
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
+	for l := range cgroup.Up(procCgroup, root, "cpu") {
+		file := "cpu.max"
+		if !l.V2 {
+			file = "cpu.cfs_quota_us"
 		}
-		var file, dir string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			file, dir = "cpu.max", root
-		case hasController(parts[1], "cpu"):
-			file, dir = "cpu.cfs_quota_us", filepath.Join(root, parts[1])
-		default:
-			continue
-		}
-		for p := filepath.Clean("/" + parts[2]); ; p = filepath.Dir(p) {
-			if b, err := os.ReadFile(filepath.Join(dir, p, file)); err == nil {
-				v := strings.Fields(string(b))
-				if len(v) > 0 && v[0] != "max" && v[0] != "-1" {
-					return filepath.Join(p, file) + " " + strings.Join(v, " ")
-				}
-			}
-			if p == "/" {
-				break
+		if b, err := os.ReadFile(filepath.Join(l.Dir, file)); err == nil {
+			v := strings.Fields(string(b))
+			if len(v) > 0 && v[0] != "max" && v[0] != "-1" {
+				return filepath.Join(l.Path, file) + " " + strings.Join(v, " ")
 			}
 		}
 	}
 	return ""
-}
-
-// hasController says a v1 hierarchy's controller list names c.
-func hasController(list, c string) bool {
-	for _, x := range strings.Split(list, ",") {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // Stop ends the loops and says what they cost: every loop is killed

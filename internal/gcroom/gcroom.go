@@ -25,11 +25,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/tokbench/tokbench/internal/cgroup"
 	"github.com/tokbench/tokbench/machine"
 )
 
@@ -145,25 +145,10 @@ func percentFor(room int64, floor int) int {
 	return int(max(p, int64(floor)))
 }
 
-var samples = []metrics.Sample{
-	{Name: "/gc/heap/live:bytes"},
-	{Name: "/gc/scan/stack:bytes"},
-	{Name: "/gc/scan/globals:bytes"},
-}
-
 // scanned is what GOGC is a percent of: the heap the last cycle marked
 // live, the goroutine stacks and the globals.
 func scanned() int64 {
-	s := make([]metrics.Sample, len(samples))
-	copy(s, samples)
-	metrics.Read(s)
-	var n int64
-	for _, x := range s {
-		if x.Value.Kind() == metrics.KindUint64 {
-			n += int64(x.Value.Uint64())
-		}
-	}
-	return n
+	return int64(readUint("/gc/heap/live:bytes") + readUint("/gc/scan/stack:bytes") + readUint("/gc/scan/globals:bytes"))
 }
 
 // spareMemory is the memory the process may still take, in bytes: the
@@ -187,36 +172,17 @@ func spareMemory() int64 {
 // cgroup file systems' mount. Inside a cgroup namespace the process's own
 // cgroup is the mount's root, which the walk up reaches too.
 func cgroupSpare(procCgroup, mount string) int64 {
-	b, err := os.ReadFile(procCgroup)
-	if err != nil {
-		return 0
-	}
 	var least int64
-	for line := range strings.Lines(string(b)) {
-		// hierarchy-ID:controllers:path; cgroup v2's is 0::path.
-		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) != 3 {
-			continue
+	for l := range cgroup.Up(procCgroup, mount, "memory") {
+		limitFile, useFile, cacheKey := "memory.max", "memory.current", "inactive_file"
+		if !l.V2 {
+			limitFile, useFile, cacheKey = "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"
 		}
-		root, limitFile, useFile, cacheKey := mount, "memory.max", "memory.current", "inactive_file"
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			root, limitFile, useFile, cacheKey = filepath.Join(mount, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"
-		default:
-			continue
-		}
-		for p := filepath.Clean("/" + parts[2]); ; p = filepath.Dir(p) {
-			dir := filepath.Join(root, p)
-			if limit := readInt(filepath.Join(dir, limitFile)); limit > 0 {
-				used := readInt(filepath.Join(dir, useFile)) - statOf(filepath.Join(dir, "memory.stat"), cacheKey)
-				spare := max(limit-used, 1)
-				if least == 0 || spare < least {
-					least = spare
-				}
-			}
-			if p == "/" {
-				break
+		if limit := readInt(filepath.Join(l.Dir, limitFile)); limit > 0 {
+			used := readInt(filepath.Join(l.Dir, useFile)) - statOf(filepath.Join(l.Dir, "memory.stat"), cacheKey)
+			spare := max(limit-used, 1)
+			if least == 0 || spare < least {
+				least = spare
 			}
 		}
 	}
